@@ -1,0 +1,51 @@
+"""Value types that flow through the pipeline: files → documents → chunks → hits.
+
+They are frozen dataclasses so a stage can hand them on without the next
+stage being able to change what the previous one measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+HEADING_SEPARATOR = " › "
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable passage of a document.
+
+    ``start``/``end`` are absolute character offsets into the document text
+    (the whole file text, frontmatter included), so ``text == source[start:end]``
+    always holds and neighbouring chunks can be joined without string matching.
+    ``chunk_id`` is derived from the document path and the chunk content, so an
+    id can never silently point at different text after an edit.
+    """
+
+    chunk_id: str
+    ordinal: int
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    text: str
+    content_hash: str
+    line_start: int
+    line_end: int
+
+    @property
+    def heading(self) -> str:
+        return HEADING_SEPARATOR.join(self.heading_path)
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a parser makes of one file: its served text, metadata and chunks."""
+
+    text: str
+    title: str
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    date: str | None = None
+    chunks: tuple[Chunk, ...] = ()
+    warnings: tuple[str, ...] = ()
