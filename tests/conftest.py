@@ -1,0 +1,114 @@
+"""Shared fixtures: a small English/Japanese knowledge base on disk and a core indexed over it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kb_mcp.config import Settings
+from kb_mcp.core import KbCore
+
+NOTES: dict[str, str] = {
+    "runbooks/deploy.md": """---
+title: Deploy runbook
+date: 2026-03-01
+tags: [deploy, runbook]
+---
+# Deploy runbook
+
+## Preparing a release
+
+Tag the commit, build the container image and push it to the registry.
+The pipeline tastes every image with a smoke test before promotion.
+
+## Rollback
+
+Switch the load balancer back to the previous image tag. Then watch the
+error rate dashboard for ten minutes.
+
+```bash
+# this is a shell comment, not a heading
+kubectl rollout undo deployment/web
+```
+""",
+    "runbooks/database/backup.md": """---
+title: Database backups
+tags: [database]
+---
+# Database backups
+
+Nightly snapshots run at 02:00 UTC. Restores are tested every month with
+`pg_restore` on a scratch host. The setting `max_idle_conns` limits pooled connections.
+""",
+    "notes/障害対応.md": """---
+title: 障害対応の手順
+tags: [oncall]
+---
+# 障害対応の手順
+
+## 初動
+
+まずアラートの内容を確認し、影響範囲を調べる。猫の写真を共有するチャンネルとは別に、
+障害用のチャンネルを立ち上げる。
+
+## 連絡
+
+関係者に状況を連絡し、三十分ごとに更新を投稿する。
+""",
+    "notes/plain.txt": "Plain text notes about the office coffee machine.\n\nIt needs descaling monthly.\n",
+    "drafts/secret-plan.md": "# Draft plan\n\nThe unannounced feature codename is bluebird.\n",
+}
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the user's KB_MCP_* settings or writes into the real cache dir."""
+    for key in list(os.environ):
+        if key.startswith("KB_MCP_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def write_notes(root: Path, notes: dict[str, str]) -> None:
+    for rel, text in notes.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def kb_root(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    write_notes(root, NOTES)
+    (root / ".kb-mcpignore").write_text("drafts/\n", encoding="utf-8")
+    return root
+
+
+def make_core(root: Path, **overrides: Any) -> KbCore:
+    overrides.setdefault("semantic", False)
+    overrides.setdefault("freshness_interval_s", 0.0)
+    return KbCore(Settings(root=root, **overrides))
+
+
+@pytest.fixture
+def core(kb_root: Path) -> Iterator[KbCore]:
+    c = make_core(kb_root)
+    c.index()
+    yield c
+    c.close()
+
+
+def pytest_report_header() -> str:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        fts5 = "yes"
+    except sqlite3.OperationalError:
+        fts5 = "NO"
+    return f"sqlite {sqlite3.sqlite_version}, fts5: {fts5}"
