@@ -34,6 +34,12 @@ async def main() -> None:
     async with Client(params) as client:
         tools = await client.list_tools()
         print("tools:", ", ".join(t.name for t in tools.tools))
+        for _ in range(600):  # the model loads in the background; lexical search answers meanwhile
+            status = await client.call_tool("index_status", {})
+            if (status.structured_content or {}).get("semantic") != "loading":
+                break
+            await asyncio.sleep(0.1)
+        print("semantic search:", (status.structured_content or {}).get("semantic"))
         for query in QUERIES:
             result = await client.call_tool("search", {"query": query, "limit": 3})
             print()

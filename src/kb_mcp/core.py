@@ -20,7 +20,7 @@ import platformdirs
 
 from kb_mcp.config import INDEX_DIRNAME, Settings
 from kb_mcp.embed.base import Embedder, make_embedder
-from kb_mcp.errors import EmbedderUnavailable, KbError
+from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, KbError
 from kb_mcp.guard import LoadedDocument, load_document, relative_path
 from kb_mcp.ingest.exclusion import Exclusion
 from kb_mcp.ingest.indexer import Indexer, IndexReport, Progress
@@ -97,6 +97,7 @@ class KbCore:
         self.embedder: Embedder | None = None
         self._dense: DenseIndex | None = None
         self._semantic_error: str | None = None
+        self._model_mismatch: IndexIncompatible | None = None
         if settings.semantic:
             self.embedder = embedder if embedder is not None else make_embedder(settings.embed)
             self._semantic = "loading"
@@ -121,10 +122,15 @@ class KbCore:
         try:
             self.embedder.load()
             self._indexer(embed=True)._check_model()
+        except IndexIncompatible as exc:
+            self._semantic, self._semantic_error, self._model_mismatch = "unavailable", str(exc), exc
+            log.error("semantic search unavailable: %s", exc)
+            return
         except (EmbedderUnavailable, KbError) as exc:
             self._semantic, self._semantic_error = "unavailable", str(exc)
             log.error("semantic search unavailable: %s", exc)
             return
+        self._semantic_error = self._model_mismatch = None
         self._dense = DenseIndex(self.embedder.dim)
         self._dense.reload(self.store)
         self._semantic = "ok"
@@ -175,13 +181,22 @@ class KbCore:
         embed: bool = True,
         reembed: bool = False,
     ) -> IndexReport:
-        """Run one incremental pass (waits for a running one to finish first)."""
+        """Run one incremental pass (waits for a running one to finish first).
+
+        With ``reembed``, every vector is dropped first and the model is loaded
+        again, which is how an index built with another model is brought over.
+        An index whose vectors came from another model is refused otherwise.
+        """
         with self._pass_lock:
+            if reembed:
+                self._indexer(embed=False).reembed()
+                if self._semantic == "unavailable" and self._model_mismatch is not None:
+                    self.load_semantic()
+            elif embed and self._model_mismatch is not None:
+                raise self._model_mismatch
             self._indexing = True
             try:
                 indexer = self._indexer(embed=embed and self._semantic != "unavailable")
-                if reembed:
-                    indexer.reembed()
                 report = indexer.run(progress=progress, prune_disabled=prune_disabled)
             finally:
                 self._indexing = False
@@ -345,7 +360,7 @@ class KbCore:
             )
         response = SearchResponse(
             query=query, hits=hits, legs=legs, truncated=truncated, notes=notes, index=summary,
-            low_confidence=_low_confidence(result.hits, result.semantic_used),
+            low_confidence=result.low_confidence,
         )  # fmt: skip
         return _fit_search(response, lim.max_response_chars)
 
@@ -556,11 +571,6 @@ def _clean_prefix(prefix: str | None) -> str | None:
     trailing = prefix.strip().endswith("/")
     rel = relative_path(prefix)
     return rel + "/" if trailing else rel
-
-
-def _low_confidence(hits: Sequence[object], semantic_used: bool) -> bool:
-    """Placeholder-free default: with no hits there is nothing to be confident about."""
-    return not hits
 
 
 def _fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:

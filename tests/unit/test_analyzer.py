@@ -105,6 +105,11 @@ def test_a_query_with_no_dictionary_entry_matches_via_bigrams(fts: sqlite3.Conne
     assert fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,)).fetchall() == [(1,)]
 
 
+def test_rare_han_outside_the_basic_plane_are_kept() -> None:
+    assert terms("𩸽を食べた") == ["𩸽", "食べる"]
+    assert "𠮟" in terms("𠮟る")
+
+
 def test_offsets_point_into_the_original_text_when_nfkc_changes_lengths() -> None:
     text = "…ｶﾞｲﾄﾞ ﬁles ＡＢＣ"
     spans = {token.term: text[token.start : token.end] for token in tokens(text)}

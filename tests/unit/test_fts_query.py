@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kb_mcp.search.fts_query import CompiledQuery, compile_query
 from kb_mcp.text.analyzer import index_text
 
-_SYNTAX = '-:"()*^+ ANDORNOTNEAR{},.\'\\ ab猫'
+_SYNTAX = "-:\"()*^+ ANDORNOTNEAR{},.'\\ ab猫"
 queries = (
     st.text(alphabet=st.sampled_from(_SYNTAX), max_size=40)
     | st.text(max_size=40)
@@ -33,7 +33,9 @@ def db() -> Iterator[sqlite3.Connection]:
         "Ginger tea with lemon and honey tastes good.",
         "Nothing relevant here at all.",
     ]
-    con.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", [(i, index_text(d)) for i, d in enumerate(docs)])
+    con.executemany(
+        "INSERT INTO t(rowid, body) VALUES (?, ?)", [(i, index_text(d)) for i, d in enumerate(docs)]
+    )
     yield con
     con.close()
 

@@ -22,12 +22,19 @@ class DenseIndex:
         self._matrix = np.empty((0, dim), dtype=np.float32)
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_arrays(cls, ids: np.ndarray, matrix: np.ndarray) -> DenseIndex:
+        """An index over given rowids and unit-length rows (the store's snapshot, or any other)."""
+        index = cls(matrix.shape[1])
+        index._ids, index._matrix = np.asarray(ids, dtype=np.int64), np.asarray(matrix, dtype=np.float32)
+        return index
+
     def __len__(self) -> int:
         return len(self._ids)
 
     def reload(self, store: Store) -> None:
         ids, matrix = store.chunk_vectors(self.dim)
-        with self._lock:
+        with self._lock:  # searches keep using the old snapshot until the swap
             self._ids, self._matrix = ids, matrix
 
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kb_mcp.search import fusion
+from kb_mcp.search.confidence import coverage, is_low_confidence
 from kb_mcp.search.dense import DenseIndex
 from kb_mcp.search.fts_query import CompiledQuery, compile_query
 from kb_mcp.search.lexical import lexical_candidates
@@ -46,6 +47,7 @@ class PipelineResult:
     semantic_used: bool
     more_available: bool
     """True when more de-duplicated hits existed than ``limit`` allowed."""
+    low_confidence: bool
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     lexical = lexical_candidates(
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
     )
+    dense_hits: list[tuple[int, float]] = []
     if dense is not None and request.query.strip():
         allowed = store.filtered_rowids(request.path_prefix, request.tags)
         qvec = dense.embed_query(request.query)
@@ -79,7 +82,30 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         RankedHit(rows[f.rowid], make_snippet(rows[f.rowid].text, compiled.terms, request.snippet_chars), f)
         for f in chosen
     ]
-    return PipelineResult(hits, compiled, dense is not None, more)
+    return PipelineResult(
+        hits,
+        compiled,
+        dense is not None,
+        more,
+        _low_confidence(store, compiled, hits, dense_hits, dense is not None),
+    )
+
+
+def _low_confidence(
+    store: Store,
+    compiled: CompiledQuery,
+    hits: list[RankedHit],
+    dense_hits: list[tuple[int, float]],
+    semantic: bool,
+) -> bool:
+    if not hits:
+        return True
+    top = hits[0].chunk
+    _, total = store.counts()
+    cov = coverage(compiled.terms, " ".join(top.heading_path) + "\n" + top.text,
+                   store.document_frequencies(compiled.terms), total)  # fmt: skip
+    best_similarity = dense_hits[0][1] if semantic and dense_hits else None
+    return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
 
 
 def _deduplicate(

@@ -53,6 +53,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     heading, body, tokenize = 'unicode61 remove_diacritics 0'
 );
 
+-- Document frequency per term, for weighting how much of a query a hit covers.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
+
 -- Vectors keyed by chunk content, so unchanged text is never embedded twice.
 CREATE TABLE IF NOT EXISTS embeddings (
     content_hash TEXT PRIMARY KEY,

@@ -181,7 +181,11 @@ class Store:
     def _drop_all(conn: sqlite3.Connection) -> None:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for name in names:
-            if not name.startswith("sqlite_") and not name.startswith("chunks_fts_"):
+            if (
+                not name.startswith("sqlite_")
+                and not name.startswith("chunks_fts_")
+                and name != "chunks_vocab"
+            ):
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def get_meta(self, key: str) -> str | None:
@@ -340,6 +344,14 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise KbError(f"the lexical engine rejected a compiled query ({exc}); this is a bug") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks contain each term (absent terms are missing from the result)."""
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", list(terms))
+        return {r[0]: int(r[1]) for r in rows}
 
     def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
         """Chunk rowids passing the filters, or ``None`` when there are no filters."""

@@ -153,15 +153,13 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int) -> Sni
     compiler), so raw words work too. Without a match the head of the text is
     returned. ``len(result.text) <= max_chars`` whenever ``max_chars >= 1``.
     """
-    disp, to_orig, to_disp = _collapse(text)
-    wanted = {term for query_term in query_terms for term in analyze(query_term)}
-    spans = sorted(
-        (to_disp[tok.start], to_disp[tok.end - 1] + 1, tok.term) for tok in tokens(text) if tok.term
-    )
-    matches = [span for span in spans if span[2] in wanted]
-    length = len(disp)
     if max_chars < 1:
         return Snippet("", 0, 0, (), 0)
+    disp, to_orig, to_disp = _collapse(text)
+    wanted = {term for query_term in query_terms for term in analyze(query_term)}
+    spans = sorted((to_disp[tok.start], to_disp[tok.end - 1] + 1, tok.term) for tok in tokens(text))
+    matches = [span for span in spans if span[2] in wanted]
+    length = len(disp)
     if length <= max_chars:
         start, end = 0, length
     elif max_chars < 3:  # no room for an ellipsis and text
@@ -179,17 +177,28 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int) -> Sni
         end -= 1
     lead = ELLIPSIS if max_chars >= 3 and disp[:start].strip() else ""
     trail = ELLIPSIS if max_chars >= 3 and disp[end:].strip() else ""
-    body = disp[start:end]
-    highlights: list[tuple[int, int]] = []
-    for s, e, _ in matches:
-        if e <= start or s >= end:
-            continue
-        hs, he = max(s, start) - start + len(lead), min(e, end) - start + len(lead)
-        if highlights and hs <= highlights[-1][1]:
-            highlights[-1] = (highlights[-1][0], max(he, highlights[-1][1]))
-        else:
-            highlights.append((hs, he))
+    highlights = _highlights(matches, start, end, len(lead))
     matched = len({term for s, e, term in matches if s >= start and e <= end})
     orig_start = to_orig[start]
     orig_end = to_orig[end - 1] + 1 if end > start else orig_start
-    return Snippet(lead + body + trail, orig_start, orig_end, tuple(highlights), matched)
+    return Snippet(lead + disp[start:end] + trail, orig_start, orig_end, highlights, matched)
+
+
+def _highlights(
+    matches: list[tuple[int, int, str]], start: int, end: int, shift: int
+) -> tuple[tuple[int, int], ...]:
+    """Match spans clipped to the window, moved into snippet coordinates, merged.
+
+    Overlapping matches (the bigrams of an unknown word) become one highlight so a
+    UI does not nest emphasis.
+    """
+    merged: list[tuple[int, int]] = []
+    for s, e, _ in matches:
+        if e <= start or s >= end:
+            continue
+        hs, he = max(s, start) - start + shift, min(e, end) - start + shift
+        if merged and hs <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(he, merged[-1][1]))
+        else:
+            merged.append((hs, he))
+    return tuple(merged)

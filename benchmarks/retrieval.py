@@ -1,0 +1,148 @@
+"""Retrieval quality of each leg and of their fusion, plus indexing and query cost, on the BEIR collections.
+
+    python benchmarks/retrieval.py                 # both collections, default fusion
+    python benchmarks/retrieval.py scifact --fusion rrf
+    python benchmarks/retrieval.py jsquad-ir --queries 1000
+
+Every cost is printed next to a baseline measured in the same run, because
+these machines are shared and noisy: indexing throughput next to the raw
+embedder's throughput on the same chunks, and hybrid query latency next to the
+sum of its parts (query embedding + lexical leg + dense leg).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_at, write_markdown
+from kb_mcp.config import Limits, Settings
+from kb_mcp.core import KbCore
+from kb_mcp.search.fts_query import compile_query
+from kb_mcp.store.sqlite import embedding_input
+
+SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
+LATENCY_QUERIES = 200
+
+
+def metrics(ranked: list[str], rel: dict[str, int]) -> dict[str, float]:
+    return {
+        "ndcg@10": ndcg_at(ranked, rel), "recall@10": recall_at(ranked, rel, 10),
+        "recall@100": recall_at(ranked, rel, 100), "mrr@10": mrr_at(ranked, rel),
+    }  # fmt: skip
+
+
+def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None) -> None:
+    collection = load(name, SPLITS[name])
+    root = write_markdown(collection)
+    index_dir = WORK / name / "index-hybrid"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    limits = Limits(default_limit=100, max_limit=100, max_hits_per_document=1, default_snippet_chars=120)
+    settings = Settings(
+        root=root, index_dir=index_dir, limits=limits, freshness_interval_s=1e9, fusion=fusion,
+        dense_weight=dense_weight,
+    )  # fmt: skip
+    core = KbCore(settings)
+    t0 = time.perf_counter()
+    core.load_semantic()
+    load_s = time.perf_counter() - t0
+    assert core.embedder is not None and core._dense is not None, core.status().notes
+
+    t0 = time.perf_counter()
+    report = core.index()
+    index_s = time.perf_counter() - t0
+    docs, chunks = core.store.counts()
+
+    # Raw embedder throughput on (a sample of) the same chunk inputs, same batch size.
+    rows = core.store.conn.execute("SELECT heading_path, text FROM chunks ORDER BY id LIMIT 512").fetchall()
+    import json
+
+    inputs = [embedding_input(tuple(json.loads(h)), t) for h, t in rows]
+    batch = settings.embed.batch_size
+    t0 = time.perf_counter()
+    for i in range(0, len(inputs), batch):
+        core.embedder.embed_documents(inputs[i : i + batch])
+    raw_cps = len(inputs) / (time.perf_counter() - t0)
+    pipeline_cps = report.chunks_embedded / index_s
+
+    queries = list(collection.queries.items())[:max_queries]
+    per_leg: dict[str, list[dict[str, float]]] = {"lexical": [], "dense": [], "hybrid": []}
+    rowid_path = {r[0]: r[1] for r in core.store.conn.execute(
+        "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id")}  # fmt: skip
+    for qid, text in queries:
+        rel = collection.qrels[qid]
+        hybrid = [doc_id(h.path) for h in core.search(text, limit=100).hits]
+        compiled = compile_query(text)
+        lexical = _dedupe(
+            [doc_id(rowid_path[r]) for r, _ in core.store.lexical(compiled.expression, limit=300)]
+            if compiled.expression
+            else []
+        )
+        qvec = core.embedder.embed_query(text)
+        dense = _dedupe([doc_id(rowid_path[r]) for r, _ in core._dense.search(qvec, 300)])
+        per_leg["hybrid"].append(metrics(hybrid, rel))
+        per_leg["lexical"].append(metrics(lexical, rel))
+        per_leg["dense"].append(metrics(dense, rel))
+
+    # Latency: warm hybrid search vs the sum of its parts, on the same queries.
+    sample = [t for _, t in queries[:LATENCY_QUERIES]]
+    full, parts = [], []
+    for text in sample:
+        t0 = time.perf_counter()
+        core.search(text, limit=10)
+        full.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        qvec = core.embedder.embed_query(text)
+        compiled = compile_query(text)
+        if compiled.expression:
+            core.store.lexical(compiled.expression, limit=100)
+        core._dense.search(qvec, 100)
+        parts.append((time.perf_counter() - t0) * 1000)
+    core.close()
+
+    print(f"\n## {name} ({SPLITS[name]} split, {len(queries)} queries, {docs} documents, {chunks} chunks)")
+    print(f"fusion={fusion} dense_weight={dense_weight} model={core.embedder.model_id} load {load_s:.1f}s\n")
+    print("| leg | nDCG@10 | recall@10 | recall@100 | MRR@10 |")
+    print("|---|---|---|---|---|")
+    for leg, ms in per_leg.items():
+        print(f"| {leg} | " + " | ".join(f"{mean([m[k] for m in ms]):.3f}" for k in ms[0]) + " |")
+    print("\n| indexing | chunks/s |")
+    print("|---|---|")
+    print(f"| whole pipeline (scan, parse, chunk, analyze, embed, store) | {pipeline_cps:.1f} |")
+    print(f"| raw embedder, same chunks, batch {batch} | {raw_cps:.1f} |")
+    print(f"| ratio | {pipeline_cps / raw_cps:.0%} |")
+    print(f"\n| query latency, warm, {len(sample)} queries | p50 ms | p95 ms |")
+    print("|---|---|---|")
+    print(f"| hybrid search (full response) | {percentile(full, 50):.1f} | {percentile(full, 95):.1f} |")
+    print(
+        f"| sum of parts (embed query + lexical + dense) | {percentile(parts, 50):.1f} | {percentile(parts, 95):.1f} |"
+    )
+    print(f"| ratio p50 | {percentile(full, 50) / percentile(parts, 50):.2f}× | |")
+
+
+def _dedupe(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("collections", nargs="*", default=list(SPLITS), choices=list(SPLITS))
+    parser.add_argument("--fusion", default="blend", choices=["blend", "rrf"])
+    parser.add_argument(
+        "--dense-weight", type=float, default=Settings.__dataclass_fields__["dense_weight"].default
+    )
+    parser.add_argument("--queries", type=int, default=None, help="Use only the first N queries.")
+    args = parser.parse_args()
+    for name in args.collections or list(SPLITS):
+        bench(name, args.fusion, args.dense_weight, args.queries)
+
+
+if __name__ == "__main__":
+    main()

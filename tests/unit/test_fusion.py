@@ -1,0 +1,53 @@
+"""Fusion of the two legs, and the dense leg's exact search."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kb_mcp.search import fusion
+from kb_mcp.search.dense import DenseIndex
+
+LEX = [(1, 9.0), (2, 3.0), (3, 1.0)]
+DENSE = [(3, 0.8), (4, 0.6), (1, 0.1)]
+
+
+def test_rrf_rewards_agreement_between_the_legs() -> None:
+    ranked = fusion.rrf(LEX, DENSE, k=60)
+    assert ranked[0].rowid in (1, 3)  # the two chunks both legs found
+    assert {f.rowid for f in ranked} == {1, 2, 3, 4}
+    assert ranked[0].lexical_rank is not None and ranked[0].dense_rank is not None
+
+
+def test_blend_with_full_dense_weight_is_the_dense_order() -> None:
+    ranked = fusion.blend(LEX, DENSE, dense_weight=1.0)
+    assert [f.rowid for f in ranked[:3]] == [3, 4, 1]
+
+
+def test_blend_with_zero_dense_weight_is_the_lexical_order() -> None:
+    ranked = fusion.blend(LEX, DENSE, dense_weight=0.0)
+    assert [f.rowid for f in ranked[:3]] == [1, 2, 3]
+
+
+def test_blend_keeps_each_legs_evidence_for_explain() -> None:
+    by_id = {f.rowid: f for f in fusion.blend(LEX, DENSE)}
+    assert by_id[3].lexical_rank == 3 and by_id[3].dense_rank == 1 and by_id[3].dense_similarity == 0.8
+    assert by_id[4].lexical_rank is None and by_id[2].dense_rank is None
+
+
+def test_an_empty_leg_leaves_the_other_ones_order() -> None:
+    assert [f.rowid for f in fusion.blend([], DENSE)] == [3, 4, 1]
+    assert [f.rowid for f in fusion.rrf(LEX, [])] == [1, 2, 3]
+
+
+def test_dense_search_is_exact_and_respects_the_allowed_set() -> None:
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(50, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    index = DenseIndex.from_arrays(np.arange(100, 150), matrix)
+    query = matrix[7]
+    hits = index.search(query, 5)
+    assert hits[0][0] == 107 and abs(hits[0][1] - 1.0) < 1e-5
+    expected = np.argsort(-(matrix @ query))[:5] + 100
+    assert [h[0] for h in hits] == list(expected)
+    allowed = {120, 130}
+    assert {h[0] for h in index.search(query, 5, allowed)} == allowed
