@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -208,7 +208,7 @@ class KbCore:
         self._last_report = report
         if report.changed:
             if self._dense is not None:
-                self._dense.reload(self.store)
+                self._dense.refresh(self.store)
             for listener in self._listeners:
                 try:
                     listener(report)
@@ -254,12 +254,15 @@ class KbCore:
 
     # -- the servable set (D3, D4) -----------------------------------------------------------------
 
-    def servable_document_paths(self) -> list[str]:
-        """Indexed paths that a resource read serves: active parser, recorded size within the read cap."""
+    def servable_document_paths(self, among: Collection[str] | None = None) -> list[str]:
+        """Indexed paths that a resource read serves: active parser, recorded size within the read cap.
+
+        The one servable predicate (D4): the resource listing, topic bodies and the ``uri`` on hits
+        all come from here. ``among`` restricts the answer to some paths (a page of hits) without
+        changing the rule.
+        """
         return [
-            d.path
-            for d in self.store.documents()
-            if self.registry.for_path(d.path) is not None and d.size <= RESOURCE_MAX_BYTES
+            p for p in self.store.paths_within_size(RESOURCE_MAX_BYTES, among) if self.registry.for_path(p)
         ]
 
     # -- search ------------------------------------------------------------------------------------
@@ -319,7 +322,7 @@ class KbCore:
             )
         if result.more_available:
             notes.append(f"more hits exist beyond limit={n}; raise limit or narrow with path_prefix/tags")
-        servable = set(self.servable_document_paths()) if result.hits else set()
+        servable = set(self.servable_document_paths(among={h.chunk.path for h in result.hits}))
         hits: list[SearchHit] = []
         for h in result.hits:
             c, f = h.chunk, h.fused
@@ -405,14 +408,16 @@ class KbCore:
 
         missing: list[MissingChunk] = []
         windows: dict[int, list[tuple[int, int, str]]] = {}
+        doc_paths: set[str] = set()
         for cid in ids:
             row = self.store.chunk(cid)
             if row is None:
                 missing.append(self._missing(cid))
                 continue
             windows.setdefault(row.document_id, []).append((row.ordinal - ctx, row.ordinal + ctx, cid))
+            doc_paths.add(row.path)
 
-        servable = set(self.servable_document_paths())
+        servable = set(self.servable_document_paths(among=doc_paths))
         passages: list[Passage] = []
         budget = lim.max_fetch_chars
         for doc_id, wins in windows.items():

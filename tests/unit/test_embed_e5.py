@@ -24,7 +24,10 @@ pytestmark = [
 def e5() -> E5Embedder:
     embedder = make_embedder(EmbedderSpec(provider="e5", batch_size=2))
     assert isinstance(embedder, E5Embedder)
-    embedder.load()
+    # Loading sets OMP_NUM_THREADS process-wide; keep it from leaking into later tests.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", "1")
+        embedder.load()
     return embedder
 
 

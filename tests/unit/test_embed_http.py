@@ -180,6 +180,15 @@ def test_an_unset_key_variable_is_named_in_the_error(
     assert server.behaviour.requests == []
 
 
+def test_a_key_with_a_line_break_is_refused_before_anything_is_sent(
+    server: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-one\nsk-two")
+    with pytest.raises(EmbedderUnavailable, match="cannot be sent in an HTTP header"):
+        embedder_for(server, api_key_env="TEST_EMBED_KEY").load()
+    assert server.behaviour.requests == []
+
+
 def test_credentials_in_the_url_become_basic_auth_and_stay_out_of_the_model_id(
     server: FakeEmbeddingServer,
 ) -> None:

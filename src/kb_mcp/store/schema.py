@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE INDEX IF NOT EXISTS documents_by_hash ON documents(content_hash);
 
 CREATE TABLE IF NOT EXISTS chunks (
-    id           INTEGER PRIMARY KEY,   -- rowid shared with chunks_fts
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: the dense snapshot relies on it
     chunk_id     TEXT NOT NULL UNIQUE,
     document_id  INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal      INTEGER NOT NULL,

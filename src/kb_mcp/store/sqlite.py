@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -318,6 +318,22 @@ class Store:
         )
         return [_document_row(r) for r in rows]
 
+    def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
+        """Indexed paths whose recorded size is at most ``max_bytes`` (D8: no filesystem probe)."""
+        if among is None:
+            rows = self.conn.execute("SELECT path FROM documents WHERE size <= ? ORDER BY path", (max_bytes,))
+            return [r[0] for r in rows]
+        wanted = list(among)
+        out: list[str] = []
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT path FROM documents WHERE size <= ? AND path IN ({marks})", (max_bytes, *part)
+            )
+            out.extend(r[0] for r in rows)
+        return sorted(out)
+
     def lexical(
         self,
         expression: str,
@@ -422,6 +438,30 @@ class Store:
         for i, r in enumerate(rows):
             matrix[i] = np.frombuffer(r[1], dtype="<f4")
         return ids, matrix
+
+    def vector_rowids(self) -> np.ndarray:
+        """Rowids of every chunk that has a vector, sorted."""
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash ORDER BY c.id"
+        ).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, float32 matrix) for the given chunk rowids that have a vector."""
+        ids: list[int] = []
+        vectors: list[np.ndarray] = []
+        for i in range(0, len(rowids), 500):
+            part = list(rowids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+                f" WHERE c.id IN ({marks})",
+                part,
+            ):
+                ids.append(int(r[0]))
+                vectors.append(np.frombuffer(r[1], dtype="<f4"))
+        matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
+        return np.asarray(ids, dtype=np.int64), matrix
 
     def chunks_without_vectors(self) -> list[tuple[str, str]]:
         """(content hash, embedding input) for chunks whose content has no vector yet."""

@@ -1,0 +1,49 @@
+"""The example golden set, gated at the floors measured for the default configuration.
+
+Raising retrieval quality should raise these floors; lowering one needs a reason
+in the commit that does it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kb_mcp.config import Settings
+from kb_mcp.core import KbCore
+from kb_mcp.eval import load_golden, run_eval, summarize
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+# Measured with `kb-mcp eval --kb examples/kb --golden examples/golden.yml` (default settings),
+# rounded down a little so that harmless ranking noise does not fail the build.
+FLOORS = {
+    ("overall", "ndcg@10"): 0.75,
+    ("overall", "recall@5"): 0.80,
+    ("kind:identifier", "recall@1"): 1.0,
+    ("kind:japanese", "recall@5"): 0.9,
+    ("kind:cross-lingual-en-ja", "recall@5"): 0.8,
+    ("kind:cross-lingual-ja-en", "recall@5"): 0.8,
+    ("kind:paraphrase", "recall@5"): 0.4,
+    ("kind:multi-answer", "recall@5"): 0.9,
+}
+
+
+def test_the_example_golden_set_stays_above_its_floors(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    shutil.copytree(EXAMPLES / "kb", root, ignore=shutil.ignore_patterns(".kb-mcp"))
+    core = KbCore(Settings(root=root))
+    core.load_semantic()
+    core.index()
+    summary = summarize(run_eval(core, load_golden(EXAMPLES / "golden.yml")))
+    core.close()
+    below = []
+    for (group, metric), floor in FLOORS.items():
+        value = summary["overall"][metric] if group == "overall" else summary["groups"][group][metric]
+        if value < floor:
+            below.append(f"{group} {metric} = {value:.3f} < {floor}")
+    assert not below, "; ".join(below)
