@@ -24,6 +24,7 @@ from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_a
 from kb_mcp.config import Limits, Settings
 from kb_mcp.core import KbCore
 from kb_mcp.search.fts_query import compile_query
+from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
 from kb_mcp.store.sqlite import embedding_input
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
@@ -37,7 +38,7 @@ def metrics(ranked: list[str], rel: dict[str, int]) -> dict[str, float]:
     }  # fmt: skip
 
 
-def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None) -> None:
+def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, variants: list[str]) -> None:
     collection = load(name, SPLITS[name])
     root = write_markdown(collection)
     index_dir = WORK / name / "index-hybrid"
@@ -72,6 +73,8 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None) 
 
     queries = list(collection.queries.items())[:max_queries]
     per_leg: dict[str, list[dict[str, float]]] = {"lexical": [], "dense": [], "hybrid": []}
+    legs = {v: _dense_leg(core, v) for v in variants}
+    per_leg.update({f"hybrid {v}": [] for v in variants})
     rowid_path = {r[0]: r[1] for r in core.store.conn.execute(
         "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id")}  # fmt: skip
     for qid, text in queries:
@@ -88,6 +91,10 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None) 
         per_leg["hybrid"].append(metrics(hybrid, rel))
         per_leg["lexical"].append(metrics(lexical, rel))
         per_leg["dense"].append(metrics(dense, rel))
+        for v, leg in legs.items():
+            request = SearchRequest(query=text, limit=100, snippet_chars=40, max_hits_per_document=1)
+            ranked = [doc_id(h.chunk.path) for h in run_search(core.store, request, leg).hits]
+            per_leg[f"hybrid {v}"].append(metrics(ranked, rel))
 
     # Latency: warm hybrid search vs the sum of its parts, on the same queries.
     sample = [t for _, t in queries[:LATENCY_QUERIES]]
@@ -125,6 +132,13 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None) 
     print(f"| ratio p50 | {percentile(full, 50) / percentile(parts, 50):.2f}× | |")
 
 
+def _dense_leg(core: KbCore, variant: str) -> DenseLeg:
+    """``blend:0.9`` or ``rrf``: the same pipeline with another fusion, for comparison in one run."""
+    assert core._dense is not None and core.embedder is not None
+    method, _, weight = variant.partition(":")
+    return DenseLeg(core._dense, core.embedder.embed_query, method, float(weight or 0.7), 60)
+
+
 def _dedupe(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
@@ -139,9 +153,14 @@ def main() -> None:
         "--dense-weight", type=float, default=Settings.__dataclass_fields__["dense_weight"].default
     )
     parser.add_argument("--queries", type=int, default=None, help="Use only the first N queries.")
+    parser.add_argument(
+        "--compare",
+        default="",
+        help="Other fusions to score in the same run, e.g. 'blend:0.5,blend:0.9,rrf'.",
+    )
     args = parser.parse_args()
     for name in args.collections or list(SPLITS):
-        bench(name, args.fusion, args.dense_weight, args.queries)
+        bench(name, args.fusion, args.dense_weight, args.queries, [v for v in args.compare.split(",") if v])
 
 
 if __name__ == "__main__":

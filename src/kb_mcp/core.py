@@ -338,6 +338,7 @@ class KbCore:
                     end=c.end,
                     line_start=c.line_start,
                     line_end=c.line_end,
+                    tags=list(c.tags),
                     uri=document_uri(c.path) if c.path in servable else None,
                     explain=Explanation(
                         lexical_rank=f.lexical_rank,

@@ -143,8 +143,9 @@ def test_editing_one_section_re_embeds_exactly_one_chunk(hybrid: KbCore) -> None
     path = hybrid.root / "design/cache-layer.md"
     text = path.read_text(encoding="utf-8")
     assert "## " in text
-    # Add a line to the last section only.
-    path.write_text(text.rstrip("\n") + "\n- Do we need a second region for the cache?\n", encoding="utf-8")
+    # One word changes inside the short "Configuration" section, which is one chunk of its own.
+    assert text.count("pool of 32 connections") == 1
+    path.write_text(text.replace("pool of 32 connections", "pool of 48 connections"), encoding="utf-8")
     report = hybrid.index()
     assert report.updated == ["design/cache-layer.md"]
     assert report.chunks_embedded == 1

@@ -53,6 +53,7 @@ async def test_search_returns_structured_hits_and_a_readable_text_block(core: Kb
     assert hit["heading_path"][0] == "Deploy runbook"
     assert "load balancer" in hit["snippet"]
     assert {"chunk_id", "title", "score", "snippet", "start", "end", "line_start", "line_end"} <= set(hit)
+    assert hit["tags"] == ["deploy", "runbook"]
     assert data["legs"] == {"lexical": "ok", "semantic": "off"}
     assert "runbooks/deploy.md" in text and hit["chunk_id"] in text
 

@@ -72,11 +72,12 @@ class ChunkRow:
     heading_path: tuple[str, ...]
     text: str
     content_hash: str
+    tags: tuple[str, ...] = ()
 
 
 _CHUNK_COLUMNS = (
     "c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c.end, "
-    "c.line_start, c.line_end, c.heading_path, c.text, c.content_hash"
+    "c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags"
 )
 
 
@@ -84,7 +85,7 @@ def _chunk_row(r: sqlite3.Row | tuple) -> ChunkRow:
     return ChunkRow(
         rowid=r[0], chunk_id=r[1], document_id=r[2], path=r[3], title=r[4], ordinal=r[5],
         start=r[6], end=r[7], line_start=r[8], line_end=r[9],
-        heading_path=tuple(json.loads(r[10])), text=r[11], content_hash=r[12],
+        heading_path=tuple(json.loads(r[10])), text=r[11], content_hash=r[12], tags=tuple(json.loads(r[13])),
     )  # fmt: skip
 
 
