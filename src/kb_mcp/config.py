@@ -47,6 +47,10 @@ class Limits:
     max_hits_per_document: int = 3
     max_topics: int = 200
     max_titles_per_topic: int = 10
+    max_resource_bytes: int = 1024 * 1024
+    """Indexed documents larger than this (recorded size) are not offered as resources (D3)."""
+    max_resource_chars: int = 1024 * 1024
+    """A resource read returns at most this much text, then a delimited note (D7)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import platformdirs
 
 from kb_mcp.config import INDEX_DIRNAME, Settings
 from kb_mcp.embed.base import Embedder, make_embedder
-from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, KbError
+from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, KbError, NotServable
 from kb_mcp.guard import LoadedDocument, load_document, relative_path
 from kb_mcp.ingest.exclusion import Exclusion
 from kb_mcp.ingest.indexer import Indexer, IndexReport, Progress
@@ -49,9 +50,15 @@ from kb_mcp.uris import document_uri
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class ResourceText:
+    path: str
+    text: str
+    media_type: str
+
+
 INDEX_FILENAME = "index.sqlite"
-RESOURCE_MAX_BYTES = 1024 * 1024
-"""A document whose recorded size exceeds this is not offered as a resource (D3)."""
 
 
 def resolve_index_dir(settings: Settings) -> Path:
@@ -262,8 +269,51 @@ class KbCore:
         changing the rule.
         """
         return [
-            p for p in self.store.paths_within_size(RESOURCE_MAX_BYTES, among) if self.registry.for_path(p)
+            p
+            for p in self.store.paths_within_size(self.limits.max_resource_bytes, among)
+            if self.registry.for_path(p)
         ]
+
+    def read_resource_document(self, path: str) -> ResourceText:
+        """A document as a resource: only if the server offers it (D3), through the one guard (D5).
+
+        ``get_document`` reads any registered file under the root (D1); a resource is
+        something this server listed, so it must also be in the servable set.
+        """
+        rel = relative_path(path)
+        if not self.servable_document_paths(among=[rel]):
+            raise NotServable(
+                f"kb://doc/{rel} is not offered as a resource: it is not in the search index (excluded, "
+                "skipped, not indexed yet, or its format is no longer enabled) or it is over the resource "
+                "size cap; get_document(path) reads files by path",
+                path,
+            )
+        doc = self.load_document(rel)
+        text, cap = doc.text, self.limits.max_resource_chars
+        if len(text) > cap:
+            text = text[:cap] + (
+                "\n\n---\n[kb-mcp: this resource was truncated at character "
+                f"{cap} of {len(doc.text)}. Call get_document(path={rel!r}, offset={cap}) for the rest.]\n"
+            )
+        return ResourceText(rel, text, doc.media_type)
+
+    def topic_groups(self) -> list[tuple[str, int]]:
+        """(prefix, servable document count) for every topic that has a servable document."""
+        counts: dict[str, int] = {}
+        for path in self.servable_document_paths():
+            prefix = topic_prefix(path)
+            counts[prefix] = counts.get(prefix, 0) + 1
+        return sorted(counts.items())
+
+    def topic_body(self, prefix: str) -> str | None:
+        """A Markdown list of a topic's servable documents with their uris; ``None`` for no such topic."""
+        servable = set(self.servable_document_paths())
+        docs = [d for d in self.store.documents() if d.path in servable and topic_prefix(d.path) == prefix]
+        if not docs:
+            return None
+        lines = [f"# Topic {prefix or '(root)'}", "", f"{len(docs)} documents.", ""]
+        lines.extend(f"- [{d.title}]({document_uri(d.path)}) — `{d.path}`" for d in docs)
+        return "\n".join(lines) + "\n"
 
     # -- search ------------------------------------------------------------------------------------
 

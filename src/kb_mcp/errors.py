@@ -14,7 +14,8 @@
         ├── LinkRefused            a symlink, or a file with more than one hard link
         ├── UnsupportedExtension   no active parser opens that extension
         ├── DocumentTooLarge       over the size cap
-        └── NotText                not decodable as the parser's text
+        ├── NotText                not decodable as the parser's text
+        └── NotServable            a resource read of a path the server does not offer (D3)
 
 Messages say what was wrong and what to do next, because the reader is often
 an agent that can only act on the words it is given.
@@ -77,3 +78,7 @@ class DocumentTooLarge(DocumentRefused):
 
 class NotText(DocumentRefused):
     """The file is not valid text for its parser (for example not UTF-8)."""
+
+
+class NotServable(DocumentRefused):
+    """A resource read of a document outside the servable set (not indexed, format disabled, over the cap)."""

@@ -23,6 +23,7 @@ from kb_mcp import __version__, render
 from kb_mcp.core import KbCore
 from kb_mcp.errors import KbError
 from kb_mcp.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
+from kb_mcp.server.resources import KbServer
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,8 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
             core.start_background()
         yield
 
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = KbServer(
+        core,
         name="kb-mcp",
         title="Knowledge base search",
         version=__version__,
