@@ -147,7 +147,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("collections", nargs="*", default=list(SPLITS), choices=list(SPLITS))
+    parser.add_argument("collections", nargs="*", help=f"Any of {', '.join(SPLITS)} (default: all).")
     parser.add_argument("--fusion", default="blend", choices=["blend", "rrf"])
     parser.add_argument(
         "--dense-weight", type=float, default=Settings.__dataclass_fields__["dense_weight"].default
@@ -159,6 +159,9 @@ def main() -> None:
         help="Other fusions to score in the same run, e.g. 'blend:0.5,blend:0.9,rrf'.",
     )
     args = parser.parse_args()
+    unknown = [c for c in args.collections if c not in SPLITS]
+    if unknown:
+        parser.error(f"unknown collection(s) {', '.join(unknown)}; choose from {', '.join(SPLITS)}")
     for name in args.collections or list(SPLITS):
         bench(name, args.fusion, args.dense_weight, args.queries, [v for v in args.compare.split(",") if v])
 
