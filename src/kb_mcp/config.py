@@ -86,7 +86,7 @@ class Settings:
     """``False`` runs lexical-only and never loads a model."""
     fusion: str = "blend"
     """``"blend"`` (weighted normalised scores) or ``"rrf"`` (reciprocal rank fusion)."""
-    dense_weight: float = 0.7
+    dense_weight: float = 0.6
     rrf_k: int = 60
     freshness_interval_s: float = 1.0
     """Minimum time between two stat scans made before answering a call (T10)."""

@@ -10,34 +10,12 @@ matches exactly while its vector says little).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Mapping
-
-from kb_mcp.text.analyzer import terms as analyze
-
 # Tuned on examples/golden.yml with the default model (see docs/decisions/0003):
 # below this cosine similarity the best hit of an unanswerable query and of a
 # real paraphrase overlap, so similarity alone only decides at the low end.
 MIN_SIMILARITY = 0.22
 # A hit that holds at least this share of the query's IDF weight matched the words that matter.
 MIN_COVERAGE = 0.5
-
-
-def coverage(
-    query_terms: Collection[str], hit_text: str, doc_freq: Mapping[str, int], total_chunks: int
-) -> float:
-    """Share of the query's IDF weight whose terms occur in ``hit_text`` (0 to 1)."""
-    if not query_terms or total_chunks <= 0:
-        return 0.0
-    present = set(analyze(hit_text))
-
-    def idf(term: str) -> float:
-        df = doc_freq.get(term, 0)
-        return math.log(1 + (total_chunks - df + 0.5) / (df + 0.5))
-
-    weights = {t: idf(t) for t in set(query_terms)}
-    total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in present) / total if total else 0.0
 
 
 def is_low_confidence(*, has_hits: bool, top_similarity: float | None, top_coverage: float) -> bool:

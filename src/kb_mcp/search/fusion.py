@@ -7,7 +7,7 @@ decided by measurement (see docs/decisions), not by habit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -42,18 +42,27 @@ def rrf(
 
 
 def blend(
-    lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]], *, dense_weight: float = 0.7
+    lexical: Sequence[tuple[int, float]],
+    dense: Sequence[tuple[int, float]],
+    *,
+    dense_weight: float = 0.6,
+    coverage: Mapping[int, float] | None = None,
 ) -> list[Fused]:
-    """Weighted sum of scores normalised per query: BM25 by the best BM25, cosine as is (clipped at 0).
+    """Weighted sum of per-query normalised scores.
 
-    BM25 has no fixed scale, so it is divided by the best score of this query;
-    cosine similarity already has one, and keeping it unscaled lets a weak
-    dense match stay weak instead of being stretched to 1.
+    Lexical: BM25 over the best BM25 of this query, times the square of the
+    chunk's query coverage (the IDF share of query terms it holds), so a "best"
+    lexical hit that shares only common words with the query counts for little.
+    Dense: cosine similarity as is (clipped at 0); it already has a scale, and
+    keeping it unscaled lets a weak dense match stay weak. Without ``coverage``
+    the lexical part is BM25 over the best alone.
     """
     fused = _collect(lexical, dense)
     best = max((s for _, s in lexical), default=0.0)
     for f in fused.values():
         lex = (f.lexical_score or 0.0) / best if best > 0 else 0.0
+        if coverage is not None:
+            lex *= coverage.get(f.rowid, 0.0) ** 2
         den = max(f.dense_similarity or 0.0, 0.0)
         f.score = dense_weight * den + (1.0 - dense_weight) * lex
     return sorted(fused.values(), key=lambda f: (-f.score, f.rowid))

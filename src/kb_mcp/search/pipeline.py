@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from kb_mcp.search import fusion
-from kb_mcp.search.confidence import coverage, is_low_confidence
+from kb_mcp.search.confidence import is_low_confidence
 from kb_mcp.search.dense import DenseIndex
 from kb_mcp.search.fts_query import CompiledQuery, compile_query
-from kb_mcp.search.lexical import lexical_candidates
+from kb_mcp.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
 from kb_mcp.store.sqlite import ChunkRow, Store
 from kb_mcp.text.snippets import Snippet, make_snippet
 
@@ -72,7 +72,8 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         if dense.fusion == "rrf":
             ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
         else:
-            ranked = fusion.blend(lexical, dense_hits, dense_weight=dense.dense_weight)
+            cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
+            ranked = fusion.blend(lexical, dense_hits, dense_weight=dense.dense_weight, coverage=cov)
     else:
         ranked = fusion.lexical_only(lexical)
 
@@ -100,10 +101,8 @@ def _low_confidence(
 ) -> bool:
     if not hits:
         return True
-    top = hits[0].chunk
-    _, total = store.counts()
-    cov = coverage(compiled.terms, " ".join(top.heading_path) + "\n" + top.text,
-                   store.document_frequencies(compiled.terms), total)  # fmt: skip
+    top = hits[0].chunk.rowid
+    cov = lexical_coverage(store, compiled, [top]).get(top, 0.0)
     best_similarity = dense_hits[0][1] if semantic and dense_hits else None
     return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
 

@@ -370,6 +370,17 @@ class Store:
         rows = self.conn.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", list(terms))
         return {r[0]: int(r[1]) for r in rows}
 
+    def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
+        """Which of ``terms`` each of ``rowids`` contains (one FTS5 lookup per term, limited to the rows)."""
+        out: dict[int, set[str]] = {r: set() for r in rowids}
+        marks = ",".join("?" * len(rowids))
+        sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"
+        for term in terms:
+            phrase = '"' + term.replace('"', '""') + '"'
+            for (rowid,) in self.conn.execute(sql, [phrase, *rowids]):
+                out[int(rowid)].add(term)
+        return out
+
     def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
         """Chunk rowids passing the filters, or ``None`` when there are no filters."""
         params: list[object] = []
