@@ -65,6 +65,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
     )
     dense_hits: list[tuple[int, float]] = []
+    cov: dict[int, float] = {}
     if dense is not None and request.query.strip():
         allowed = store.filtered_rowids(request.path_prefix, request.tags)
         qvec = dense.embed_query(request.query)
@@ -88,7 +89,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         compiled,
         dense is not None,
         more,
-        _low_confidence(store, compiled, hits, dense_hits, dense is not None),
+        _low_confidence(store, compiled, hits, dense_hits, dense is not None, cov),
     )
 
 
@@ -98,11 +99,13 @@ def _low_confidence(
     hits: list[RankedHit],
     dense_hits: list[tuple[int, float]],
     semantic: bool,
+    known: dict[int, float],
 ) -> bool:
+    """Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup."""
     if not hits:
         return True
     top = hits[0].chunk.rowid
-    cov = lexical_coverage(store, compiled, [top]).get(top, 0.0)
+    cov = known[top] if top in known else lexical_coverage(store, compiled, [top]).get(top, 0.0)
     best_similarity = dense_hits[0][1] if semantic and dense_hits else None
     return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
 
