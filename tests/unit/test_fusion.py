@@ -91,3 +91,23 @@ def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path
     after = core.store.conn.execute("SELECT min(id) FROM chunks").fetchone()[0]
     assert after > before
     core.close()
+
+
+def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> None:  # noqa: ANN001
+    from kb_mcp.config import Settings
+    from kb_mcp.core import KbCore
+    from kb_mcp.search.fts_query import compile_query
+    from kb_mcp.search.lexical import lexical_coverage
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text("# Zebra\n\nThe quokka sleeps.\n", encoding="utf-8")
+    (root / "b.md").write_text("# Other\n\nNothing relevant here at all.\n", encoding="utf-8")
+    core = KbCore(Settings(root=root, semantic=False))
+    core.index()
+    compiled = compile_query("zebra quokka")
+    rows = core.store.lexical(compiled.expression or "", limit=5)
+    matched = core.store.rows_matching_each_term(compiled.terms, [r for r, _ in rows])
+    assert set(compiled.terms) in matched.values()  # one term from the heading, one from the body
+    assert max(lexical_coverage(core.store, compiled, [r for r, _ in rows]).values()) == 1.0
+    core.close()

@@ -371,14 +371,19 @@ class Store:
         return {r[0]: int(r[1]) for r in rows}
 
     def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
-        """Which of ``terms`` each of ``rowids`` contains (one FTS5 lookup per term, limited to the rows)."""
+        """Which of ``terms`` each of ``rowids`` contains, read from the stored analyzed tokens.
+
+        The FTS table keeps the analyzer's output as space-separated terms, so this is
+        the index's own view of the chunk, without re-analyzing its text.
+        """
+        wanted = set(terms)
         out: dict[int, set[str]] = {r: set() for r in rowids}
-        marks = ",".join("?" * len(rowids))
-        sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"
-        for term in terms:
-            phrase = '"' + term.replace('"', '""') + '"'
-            for (rowid,) in self.conn.execute(sql, [phrase, *rowids]):
-                out[int(rowid)].add(term)
+        for i in range(0, len(rowids), 500):
+            part = list(rowids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT rowid, heading, body FROM chunks_fts WHERE rowid IN ({marks})"
+            for rowid, heading, body in self.conn.execute(sql, part):
+                out[int(rowid)] = wanted.intersection([*heading.split(), *body.split()])
         return out
 
     def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
