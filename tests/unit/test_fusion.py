@@ -93,7 +93,7 @@ def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path
     core.close()
 
 
-def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> None:  # noqa: ANN001
+def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> None:
     from kb_mcp.config import Settings
     from kb_mcp.core import KbCore
     from kb_mcp.search.fts_query import compile_query
