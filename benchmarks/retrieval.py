@@ -79,7 +79,8 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, 
         "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id")}  # fmt: skip
     for qid, text in queries:
         rel = collection.qrels[qid]
-        hybrid = [doc_id(h.path) for h in core.search(text, limit=100).hits]
+        request = SearchRequest(query=text, limit=100, snippet_chars=0, max_hits_per_document=1)
+        hybrid = [doc_id(h.chunk.path) for h in run_search(core.store, request, core._dense_leg()).hits]
         compiled = compile_query(text)
         lexical = _dedupe(
             [doc_id(rowid_path[r]) for r, _ in core.store.lexical(compiled.expression, limit=300)]
@@ -92,7 +93,6 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, 
         per_leg["lexical"].append(metrics(lexical, rel))
         per_leg["dense"].append(metrics(dense, rel))
         for v, leg in legs.items():
-            request = SearchRequest(query=text, limit=100, snippet_chars=40, max_hits_per_document=1)
             ranked = [doc_id(h.chunk.path) for h in run_search(core.store, request, leg).hits]
             per_leg[f"hybrid {v}"].append(metrics(ranked, rel))
 

@@ -81,7 +81,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     rows = store.chunks_by_rowid([f.rowid for f in ranked])
     chosen, more = _deduplicate(ranked, rows, request.limit, request.max_hits_per_document)
     hits = [
-        RankedHit(rows[f.rowid], make_snippet(rows[f.rowid].text, compiled.terms, request.snippet_chars), f)
+        RankedHit(rows[f.rowid], _snippet(rows[f.rowid].text, compiled, request.snippet_chars), f)
         for f in chosen
     ]
     return PipelineResult(
@@ -108,6 +108,13 @@ def _low_confidence(
     cov = known[top] if top in known else lexical_coverage(store, compiled, [top]).get(top, 0.0)
     best_similarity = dense_hits[0][1] if semantic and dense_hits else None
     return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
+
+
+def _snippet(text: str, compiled: CompiledQuery, chars: int) -> Snippet:
+    """``chars == 0`` skips snippet building, for callers that only need the ranking (eval, benchmarks)."""
+    if chars <= 0:
+        return Snippet("", 0, 0, (), 0)
+    return make_snippet(text, compiled.terms, chars)
 
 
 def _deduplicate(
