@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -177,3 +178,23 @@ async def test_japanese_and_space_paths_round_trip(kb_root: Path) -> None:
         assert parse_uri(uri).path == path
         text, _ = await read(c, uri)
         assert text == (kb_root / path).read_text(encoding="utf-8")
+
+
+async def test_list_changed_is_declared_and_sent_when_a_file_is_added_during_a_session(core: KbCore) -> None:
+    received: list[str] = []
+
+    async def on_message(message: object) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method:
+            received.append(method)
+
+    async with Client(build_server(core), mode="legacy", message_handler=on_message) as client:
+        caps = client.server_capabilities
+        assert caps.resources is not None and caps.resources.list_changed is True
+        (core.root / "notes" / "fresh.md").write_text("# Fresh\n\nadded while connected\n", encoding="utf-8")
+        await client.call_tool("search", {"query": "added while connected"})  # the freshness pass runs here
+        with anyio.fail_after(5):
+            while "notifications/resources/list_changed" not in received:
+                await anyio.sleep(0.05)
+        topic = await client.read_resource("kb://topic/notes/")
+        assert "kb://doc/notes/fresh.md" in topic.contents[0].text  # type: ignore[union-attr]

@@ -19,6 +19,8 @@ from pydantic import AnyUrl
 
 from kb_mcp.core import KbCore
 from kb_mcp.errors import KbError
+from kb_mcp.ingest.indexer import IndexReport
+from kb_mcp.server.notify import ListChangedNotifier, declare_list_changed
 from kb_mcp.uris import DOC_PREFIX, BadResourceUri, parse_uri, topic_uri
 
 DOC_TEMPLATE = DOC_PREFIX + "{+path}"
@@ -30,6 +32,14 @@ class KbServer(MCPServer[Any]):
     def __init__(self, core: KbCore, **kwargs: Any) -> None:
         self.core = core
         super().__init__(**kwargs)
+        self.notifier = ListChangedNotifier(self._subscriptions)
+        self._lowlevel_server.middleware.append(self.notifier)
+        declare_list_changed(self._lowlevel_server)
+        core.on_index_change(self._index_changed)
+
+    def _index_changed(self, report: IndexReport) -> None:
+        if report.added or report.deleted or report.renamed:
+            self.notifier.broadcast_from_thread()
 
     async def list_resources(self) -> list[MCPResource]:
         groups = await anyio.to_thread.run_sync(self._groups)
