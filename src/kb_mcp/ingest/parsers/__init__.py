@@ -36,13 +36,14 @@ class Parser(Protocol):
 
 def _builtin() -> dict[str, Parser]:
     from kb_mcp.ingest.parsers.markdown import MarkdownParser
+    from kb_mcp.ingest.parsers.pdf import PdfParser
     from kb_mcp.ingest.parsers.text import TextParser
 
-    parsers: list[Parser] = [MarkdownParser(), TextParser()]
+    parsers: list[Parser] = [MarkdownParser(), TextParser(), PdfParser()]
     return {p.name: p for p in parsers}
 
 
-AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt")
+AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf")
 DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt")
 
 
