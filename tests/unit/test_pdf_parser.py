@@ -169,3 +169,31 @@ def test_an_indexed_pdf_is_searchable_and_served_as_extracted_text(tmp_path: Pat
     served = core.read_resource_document("reports/capacity.pdf")
     assert served.media_type == "text/plain" and "[p.2]" in served.text
     core.close()
+
+
+def test_narrowing_the_parsers_keeps_pdf_hits_without_uri_until_reindexed(tmp_path: Path) -> None:
+    from kb_mcp.config import Limits
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "capacity.pdf").write_bytes(make_pdf(PAGES))
+    full = KbCore(Settings(root=root, semantic=False, parsers=("md", "txt", "pdf")))
+    full.index()
+    cut = KbCore(
+        Settings(
+            root=root, semantic=False, parsers=("md", "txt", "pdf"), limits=Limits(max_resource_chars=30)
+        )
+    )
+    served = cut.read_resource_document("capacity.pdf")
+    assert (
+        "truncated at character 30" in served.text and "offset=30" in served.text
+    )  # extracted text is cut with the note
+    full.close()
+    cut.close()
+    narrow = KbCore(Settings(root=root, semantic=False, freshness_interval_s=3600.0))
+    hit = narrow.search("four more nodes").hits[0]
+    assert hit.path == "capacity.pdf" and hit.uri is None
+    assert "capacity.pdf" not in narrow.servable_document_paths()
+    narrow.index()
+    assert narrow.search("four more nodes").hits == []
+    narrow.close()
