@@ -143,8 +143,9 @@ def index(core: KbCore, reembed: bool, as_json: bool) -> None:
         if core.settings.semantic:
             progress(0, 1, "loading the embedding model")
             core.load_semantic()
-            if core.status().semantic == "unavailable":
-                raise click.ClickException(core.status().notes[0] + " (or pass --lexical-only)")
+            status = core.status()
+            if status.semantic == "unavailable" and not (reembed and core.model_mismatch):
+                raise click.ClickException(status.notes[0] + " (or pass --lexical-only)")
         report = core.index(progress=progress, reembed=reembed)
     finally:
         progress.close()

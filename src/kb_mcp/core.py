@@ -252,6 +252,11 @@ class KbCore:
         self._after_pass(report)
 
     @property
+    def model_mismatch(self) -> bool:
+        """True when the index holds vectors of another model (``index(reembed=True)`` fixes it)."""
+        return self._model_mismatch is not None
+
+    @property
     def indexing(self) -> bool:
         return self._indexing
 
