@@ -164,11 +164,16 @@ def index(core: KbCore, reembed: bool, as_json: bool) -> None:
 
 @cli.command()
 @kb_options
-def serve(core: KbCore) -> None:
+@click.option(
+    "--no-watch", is_flag=True, help="Do not watch the files; rely on the stat scan before each call."
+)
+def serve(core: KbCore, no_watch: bool) -> None:
     """Serve the knowledge base over MCP on stdio.
 
     Indexing catches up in the background; the handshake never waits for it
-    or for the embedding model. Logs go to stderr: stdout is the protocol.
+    or for the embedding model. Edits are indexed as they happen (a file
+    watcher), and a stat scan before each call covers what a watcher misses.
+    Logs go to stderr: stdout is the protocol.
 
     \b
     Claude Code:
@@ -176,6 +181,8 @@ def serve(core: KbCore) -> None:
     """
     from kb_mcp.server.mcp import build_server
 
+    if not no_watch:
+        core.start_watching()
     build_server(core, background=True).run("stdio")
 
 

@@ -26,6 +26,7 @@ from kb_mcp.guard import LoadedDocument, load_document, relative_path
 from kb_mcp.ingest.exclusion import Exclusion
 from kb_mcp.ingest.indexer import Indexer, IndexReport, Progress
 from kb_mcp.ingest.parsers import Registry
+from kb_mcp.ingest.watch import Watcher
 from kb_mcp.responses import (
     DocumentResponse,
     Explanation,
@@ -100,6 +101,7 @@ class KbCore:
         self._last_error: str | None = None
         self._listeners: list[Callable[[IndexReport], None]] = []
         self._threads: list[threading.Thread] = []
+        self._watcher: Watcher | None = None
 
         self.embedder: Embedder | None = None
         self._dense: DenseIndex | None = None
@@ -113,7 +115,25 @@ class KbCore:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    def start_watching(self) -> None:
+        """Index changes as they happen (serve); the state shows in ``index_status``."""
+        self._watcher = Watcher(self.root, self.index_dir, self._on_files_changed)
+        self._watcher.start()
+
+    def _on_files_changed(self) -> None:
+        try:
+            self.index(prune_disabled=False, embed=self._semantic == "ok")
+        except KbError as exc:
+            self._last_error = str(exc)
+            log.error("indexing after a change failed: %s", exc)
+
+    @property
+    def watcher_state(self) -> str:
+        return self._watcher.state if self._watcher is not None else "off"
+
     def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
         for t in self._threads:
             t.join(timeout=30)
         self.store.close()
@@ -615,7 +635,8 @@ class KbCore:
             root=str(self.root), index_path=str(self.store.path), documents=docs, chunks=chunks,
             indexing=self._indexing, last_index_at=_iso(float(last)) if last else None,
             last_pass_seconds=round(self._last_report.seconds, 3) if self._last_report else None,
-            semantic=self._semantic, model=self.embedder.model_id if self.embedder else None,
+            semantic=self._semantic,
+            watcher=self.watcher_state, model=self.embedder.model_id if self.embedder else None,
             parsers=list(self.registry.enabled),
             skipped=[SkippedFile(path=p, reason=r) for p, r in skipped[:max_skipped]],
             skipped_total=len(skipped), warnings=warnings, last_error=self._last_error, notes=notes,

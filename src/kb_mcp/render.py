@@ -69,6 +69,7 @@ def status_text(r: StatusResponse) -> str:
         f"indexing:       {'running' if r.indexing else 'idle'}",
         f"last indexed:   {r.last_index_at or 'never'}",
         f"semantic:       {r.semantic}" + (f" ({r.model})" if r.model else ""),
+        f"watcher:        {r.watcher}",
         f"parsers:        {', '.join(r.parsers)}",
         f"skipped:        {r.skipped_total} file(s)",
     ]

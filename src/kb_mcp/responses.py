@@ -133,6 +133,9 @@ class StatusResponse(BaseModel):
     last_index_at: str | None
     last_pass_seconds: float | None
     semantic: str
+    watcher: str = Field(
+        default="off", description="'running', 'off', or 'unavailable: <why>' (stat scan then)."
+    )
     model: str | None
     parsers: list[str]
     skipped: list[SkippedFile]
