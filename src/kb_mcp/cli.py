@@ -167,7 +167,20 @@ def index(core: KbCore, reembed: bool, as_json: bool) -> None:
 @click.option(
     "--no-watch", is_flag=True, help="Do not watch the files; rely on the stat scan before each call."
 )
-def serve(core: KbCore, no_watch: bool) -> None:
+@click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to bind with --http.")
+@click.option("--allow-remote", is_flag=True, help="Allow binding a non-loopback address with --http.")
+@click.option(
+    "--allow-host", "allow_hosts", multiple=True, help="Extra allowed Host header value (repeatable)."
+)
+@click.option(
+    "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp."
+)
+def serve(
+    core: KbCore, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
+    allow_hosts: tuple[str, ...], token_env: str | None,
+) -> None:  # fmt: skip
     """Serve the knowledge base over MCP on stdio.
 
     Indexing catches up in the background; the handshake never waits for it
@@ -183,7 +196,31 @@ def serve(core: KbCore, no_watch: bool) -> None:
 
     if not no_watch:
         core.start_watching()
-    build_server(core, background=True).run("stdio")
+    if not http:
+        build_server(core, background=True).run("stdio")
+        return
+    import os
+
+    import uvicorn
+
+    from kb_mcp.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app
+
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not allow_remote:
+        raise click.ClickException(f"--host {host} is not a loopback address; pass --allow-remote to bind it")
+    if not loopback:
+        click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
+    token = None
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise click.ClickException(
+                f"--token-env {token_env}: that environment variable is empty or unset"
+            )
+    hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
+    core.start_background()
+    app = build_http_app(build_server(core), HttpPolicy(port=port, allowed_hosts=hosts, token=token))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @cli.command()
