@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,15 @@ def core(kb_root: Path) -> Iterator[KbCore]:
     c.index()
     yield c
     c.close()
+
+
+def installed_script() -> str:
+    """The installed ``kb-mcp`` console script: the wire tests drive what a host would launch."""
+    beside = Path(sys.executable).parent / "kb-mcp"
+    found = str(beside) if beside.exists() else shutil.which("kb-mcp")
+    if not found:
+        pytest.fail("the kb-mcp console script is not installed; run `pip install -e .`")
+    return found
 
 
 def pytest_report_header() -> str:

@@ -426,7 +426,7 @@ class KbCore:
                     else None,
                 )
             )
-        semantic = self._semantic if result.semantic_used or self._semantic != "ok" else "ok"
+        semantic = self._semantic
         legs = Legs(lexical="ok" if result.compiled.expression else "no_terms", semantic=semantic)
         if semantic == "loading":
             notes.append("the embedding model is still loading: these results are lexical only")

@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+
+from tests.conftest import installed_script
 
 pytestmark = pytest.mark.anyio
 
@@ -44,9 +45,8 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
 
 def _serve(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[int]:
     port = _free_port()
-    script = Path(sys.executable).parent / "kb-mcp"
     with subprocess.Popen(
-        [str(script), "serve", "--kb", str(kb_root), "--lexical-only", "--no-watch", "--http", "--port", str(port), *extra],
+        [installed_script(), "serve", "--kb", str(kb_root), "--lexical-only", "--no-watch", "--http", "--port", str(port), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
     ) as proc:  # fmt: skip
         try:

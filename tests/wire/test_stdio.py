@@ -8,21 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
-
-
-def _script() -> str:
-    beside = Path(sys.executable).parent / "kb-mcp"
-    found = str(beside) if beside.exists() else shutil.which("kb-mcp")
-    if not found:
-        pytest.fail("the kb-mcp console script is not installed; run `pip install -e .`")
-    return found
+from tests.conftest import installed_script
 
 
 def _send(proc: subprocess.Popen[bytes], message: dict) -> None:
@@ -47,7 +37,7 @@ def test_the_installed_script_answers_initialize_tools_search_and_get_document(k
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     stderr = kb_root.parent / "serve.stderr"
     with stderr.open("wb") as err, subprocess.Popen(
-        [_script(), "serve", "--kb", str(kb_root), "--lexical-only"],
+        [installed_script(), "serve", "--kb", str(kb_root), "--lexical-only"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
     ) as proc:  # fmt: skip
         _converse(proc)

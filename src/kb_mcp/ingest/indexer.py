@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sqlite3
 import stat
 import time
 from collections.abc import Callable
@@ -290,11 +291,11 @@ class Indexer:
             report.chunks_embedded += len(batch)
         return out
 
-    def _record_model(self, conn: object, vectors: dict[str, np.ndarray]) -> None:
+    def _record_model(self, conn: sqlite3.Connection, vectors: dict[str, np.ndarray]) -> None:
         if vectors and self.model_id is not None:
             dim = len(next(iter(vectors.values())))
-            self.store.set_meta(conn, "embed_model", self.model_id)  # type: ignore[arg-type]
-            self.store.set_meta(conn, "embed_dim", str(dim))  # type: ignore[arg-type]
+            self.store.set_meta(conn, "embed_model", self.model_id)
+            self.store.set_meta(conn, "embed_dim", str(dim))
 
     def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
         """Embed chunks indexed without vectors (lexical-only passes, ``--reembed``), batch by batch."""

@@ -241,10 +241,7 @@ class Store:
             )
         self._insert_chunks(conn, doc_id, parsed.chunks)
         if vectors:
-            conn.executemany(
-                "INSERT OR IGNORE INTO embeddings(content_hash, vector) VALUES (?, ?)",
-                [(h, np.asarray(v, dtype="<f4").tobytes()) for h, v in vectors.items()],
-            )
+            self.put_vectors(conn, vectors)
         return doc_id
 
     def _insert_chunks(self, conn: sqlite3.Connection, doc_id: int, chunks: Sequence[Chunk]) -> None:
@@ -353,7 +350,7 @@ class Store:
         if filters:
             sql.append("JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.document_id")
         sql.append("WHERE chunks_fts MATCH ?")
-        sql.extend(filters)
+        sql.extend(f"AND {f}" for f in filters)
         sql.append("ORDER BY score DESC LIMIT ?")
         params.append(limit)
         try:
@@ -392,7 +389,7 @@ class Store:
         filters = _filter_sql(path_prefix, tags, params)
         if not filters:
             return None
-        where = " ".join(filters).replace("AND", "WHERE", 1)
+        where = "WHERE " + " AND ".join(filters)
         sql = f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         return {int(r[0]) for r in self.conn.execute(sql, params)}
 
@@ -512,12 +509,13 @@ def _document_row(r: tuple) -> DocumentRow:
 
 
 def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: list[object]) -> list[str]:
+    """SQL conditions (to be AND-ed) on ``d`` for the search filters; appends their parameters."""
     clauses: list[str] = []
     if path_prefix:
         escaped = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        clauses.append("AND d.path LIKE ? ESCAPE '\\'")
+        clauses.append("d.path LIKE ? ESCAPE '\\'")
         params.append(escaped + "%")
     for tag in tags:
-        clauses.append("AND EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
+        clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
         params.append(tag)
     return clauses
