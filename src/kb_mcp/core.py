@@ -12,7 +12,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ import platformdirs
 
 from kb_mcp.config import INDEX_DIRNAME, Settings
 from kb_mcp.embed.base import Embedder, make_embedder
-from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, KbError, NotServable
+from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, IndexLocked, KbError, NotServable
 from kb_mcp.guard import LoadedDocument, load_document, relative_path
 from kb_mcp.ingest.exclusion import Exclusion
 from kb_mcp.ingest.indexer import Indexer, IndexReport, Progress
@@ -45,6 +46,7 @@ from kb_mcp.responses import (
 from kb_mcp.search.dense import DenseIndex
 from kb_mcp.search.passages import join_by_offsets
 from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
+from kb_mcp.store.lock import WriterLock
 from kb_mcp.store.sqlite import Store
 from kb_mcp.topics import topic_prefix
 from kb_mcp.uris import document_uri
@@ -95,6 +97,8 @@ class KbCore:
         self.store = Store(self.index_dir / INDEX_FILENAME)
         self.registry = Registry(settings.parsers)
         self._pass_lock = threading.Lock()
+        self._writer = WriterLock(self.index_dir)
+        self._other_writer: str | None = None
         self._indexing = False
         self._last_check = 0.0
         self._last_report: IndexReport | None = None
@@ -123,6 +127,8 @@ class KbCore:
     def _on_files_changed(self) -> None:
         try:
             self.index(prune_disabled=False, embed=self._semantic == "ok")
+        except IndexLocked:
+            pass  # the other process indexes the same files; the status says who it is
         except KbError as exc:
             self._last_error = str(exc)
             log.error("indexing after a change failed: %s", exc)
@@ -168,6 +174,8 @@ class KbCore:
         def work() -> None:
             try:
                 self.index(prune_disabled=False, embed=False)
+            except IndexLocked:
+                pass
             except KbError as exc:
                 self._last_error = str(exc)
                 log.error("catch-up indexing failed: %s", exc)
@@ -175,6 +183,8 @@ class KbCore:
             if self._semantic == "ok":
                 try:
                     self.index(prune_disabled=False)  # embeds what the catch-up pass wrote
+                except IndexLocked:
+                    pass
                 except KbError as exc:
                     self._last_error = str(exc)
                     log.error("embedding pass failed: %s", exc)
@@ -214,7 +224,7 @@ class KbCore:
         again, which is how an index built with another model is brought over.
         An index whose vectors came from another model is refused otherwise.
         """
-        with self._pass_lock:
+        with self._pass_lock, self._holding_writer():
             if reembed:
                 self._indexer(embed=False).reembed()
                 if self._semantic == "unavailable" and self._model_mismatch is not None:
@@ -230,6 +240,17 @@ class KbCore:
                 self._last_check = time.monotonic()
             self._after_pass(report)
             return report
+
+    @contextmanager
+    def _holding_writer(self) -> Iterator[None]:
+        """The cross-process writer lock around one pass; who else holds it is kept for the status."""
+        try:
+            with self._writer.hold():
+                self._other_writer = None
+                yield
+        except IndexLocked:
+            self._other_writer = self._writer.holder() or "another process"
+            raise
 
     def _after_pass(self, report: IndexReport) -> None:
         self._last_report = report
@@ -258,11 +279,14 @@ class KbCore:
             scanned = indexer.quick_scan()
             if not indexer.needs_pass(scanned):
                 return
-            self._indexing = True
-            try:
-                report = indexer.run(scanned=scanned, prune_disabled=False)
-            finally:
-                self._indexing = False
+            with self._holding_writer():
+                self._indexing = True
+                try:
+                    report = indexer.run(scanned=scanned, prune_disabled=False)
+                finally:
+                    self._indexing = False
+        except IndexLocked:
+            return  # another process is indexing these files; its writes show up here through WAL
         except KbError as exc:
             self._last_error = str(exc)
             log.error("freshness pass failed: %s", exc)
@@ -629,6 +653,11 @@ class KbCore:
         notes: list[str] = []
         if self._semantic_error:
             notes.append(f"semantic search unavailable: {self._semantic_error}")
+        if self._other_writer:
+            notes.append(
+                f"another kb-mcp process ({self._other_writer}) was updating this index at the last pass; "
+                "its changes are read from the shared index"
+            )
         if len(skipped) > max_skipped:
             notes.append(f"{len(skipped)} files were skipped; the first {max_skipped} are listed")
         return StatusResponse(
