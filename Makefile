@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint format bench clean
+CONFORMANCE := conformance/node_modules/.installed
+
+.PHONY: demo test lint format bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +25,22 @@ demo: $(STAMP)
 	$(BIN)/kb-mcp index --kb examples/kb
 	$(BIN)/python examples/demo.py
 
-test: $(DEV_STAMP)
+# The browser test needs Chromium (and a Japanese font for its screenshot): installed where this runs
+# as root with apt (CI), otherwise the test is skipped with a message saying what to install.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-ipafont-gothic >/dev/null; } \
+	      || echo "note: chromium could not be installed; the browser test will be skipped"; \
+	  else echo "note: chromium is not installed; the browser test will be skipped"; fi; }
+
+# The official MCP conformance suite, pinned in conformance/package.json (skipped without npm).
+$(CONFORMANCE): conformance/package.json conformance/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix conformance --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "note: npm is not installed; the conformance test will be skipped"; fi
+
+test: $(DEV_STAMP) browser $(CONFORMANCE)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/pytest
@@ -33,4 +50,4 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff format src tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) examples/kb/.kb-mcp build dist src/*.egg-info
+	rm -rf $(VENV) examples/kb/.kb-mcp build dist src/*.egg-info conformance/node_modules test-artifacts

@@ -21,6 +21,7 @@ from kb_mcp.config import build_settings, find_config, load_config_file
 from kb_mcp.core import KbCore
 from kb_mcp.errors import KbError
 from kb_mcp.ingest.indexer import IndexReport
+from kb_mcp.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 
 
 def _configure_logging(verbose: int) -> None:
@@ -175,22 +176,51 @@ def index(core: KbCore, reembed: bool, as_json: bool) -> None:
     "--allow-host", "allow_hosts", multiple=True, help="Extra allowed Host header value (repeatable)."
 )
 @click.option(
-    "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp."
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    help="Extra allowed Origin header value, e.g. https://notes.example (repeatable).",
 )
+@click.option(
+    "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp and /api."
+)
+@click.option(
+    "--max-sessions",
+    default=MAX_SESSIONS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Open MCP sessions at once; more are answered 429 with Retry-After.",
+)
+@click.option(
+    "--max-body-bytes",
+    default=MAX_BODY_BYTES,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Largest request body accepted; larger ones are answered 413.",
+)
+@click.option("--ui-allow-remote", is_flag=True, help="Offer the /ui web page to other machines too.")
 def serve(
     core: KbCore, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
-    allow_hosts: tuple[str, ...], token_env: str | None,
+    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool,
 ) -> None:  # fmt: skip
-    """Serve the knowledge base over MCP on stdio.
+    """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
     Indexing catches up in the background; the handshake never waits for it
     or for the embedding model. Edits are indexed as they happen (a file
     watcher), and a stat scan before each call covers what a watcher misses.
     Logs go to stderr: stdout is the protocol.
 
+    With --http, one warm server answers every host at http://HOST:PORT/mcp
+    and a search page for people is at http://HOST:PORT/ui.
+
     \b
     Claude Code:
         claude mcp add kb -- kb-mcp serve --kb ~/notes
+    \b
+    One server for several hosts:
+        kb-mcp serve --kb ~/notes --http --port 8765
+        claude mcp add --transport http kb http://127.0.0.1:8765/mcp
     """
     from kb_mcp.server.mcp import build_server
 
@@ -204,6 +234,7 @@ def serve(
     import uvicorn
 
     from kb_mcp.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app
+    from kb_mcp.server.web import build_web_app
 
     loopback = host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not allow_remote:
@@ -219,8 +250,18 @@ def serve(
             )
     hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
     core.start_background()
-    app = build_http_app(build_server(core), HttpPolicy(port=port, allowed_hosts=hosts, token=token))
+    origins = (*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins)
+    policy = HttpPolicy(
+        port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
+        max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
+    )  # fmt: skip
+    app = build_http_app(build_server(core), policy, build_web_app(core))
+    click.echo(f"kb-mcp: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 @cli.command()

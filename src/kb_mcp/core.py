@@ -32,10 +32,13 @@ from kb_mcp.responses import (
     DocumentResponse,
     Explanation,
     FetchResponse,
+    IndexProgress,
     IndexSummary,
     Legs,
     MissingChunk,
     Passage,
+    RecentDocument,
+    RecentDocuments,
     SearchHit,
     SearchResponse,
     SkippedFile,
@@ -47,7 +50,7 @@ from kb_mcp.search.dense import DenseIndex
 from kb_mcp.search.passages import join_by_offsets
 from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
 from kb_mcp.store.lock import WriterLock
-from kb_mcp.store.sqlite import Store
+from kb_mcp.store.sqlite import DocumentRow, Store
 from kb_mcp.topics import topic_prefix
 from kb_mcp.uris import document_uri
 
@@ -99,6 +102,7 @@ class KbCore:
         self._pass_lock = threading.Lock()
         self._writer = WriterLock(self.index_dir)
         self._other_writer: str | None = None
+        self._progress: IndexProgress | None = None
         self._indexing = False
         self._last_check = 0.0
         self._last_report: IndexReport | None = None
@@ -234,12 +238,24 @@ class KbCore:
             self._indexing = True
             try:
                 indexer = self._indexer(embed=embed and self._semantic != "unavailable")
-                report = indexer.run(progress=progress, prune_disabled=prune_disabled)
+                report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
             finally:
                 self._indexing = False
+                self._progress = None
                 self._last_check = time.monotonic()
             self._after_pass(report)
             return report
+
+    def _tracking(self, progress: Progress | None) -> Progress:
+        """Keep the running pass's progress for ``status`` (the web page's band), and pass it on."""
+
+        def track(done: int, total: int, what: str) -> None:
+            phase = "embedding" if what == "embedding" else "indexing"
+            self._progress = IndexProgress(phase=phase, done=done, total=total)
+            if progress is not None:
+                progress(done, total, what)
+
+        return track
 
     @contextmanager
     def _holding_writer(self) -> Iterator[None]:
@@ -282,9 +298,10 @@ class KbCore:
             with self._holding_writer():
                 self._indexing = True
                 try:
-                    report = indexer.run(scanned=scanned, prune_disabled=False)
+                    report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
                 finally:
                     self._indexing = False
+                    self._progress = None
         except IndexLocked:
             return  # another process is indexing these files; its writes show up here through WAL
         except KbError as exc:
@@ -433,6 +450,7 @@ class KbCore:
                     heading_path=list(c.heading_path),
                     score=round(f.score, 6),
                     snippet=h.snippet.text,
+                    highlights=[list(span) for span in h.snippet.highlights],
                     start=c.start,
                     end=c.end,
                     line_start=c.line_start,
@@ -643,6 +661,45 @@ class KbCore:
             notes.append("nothing is indexed yet" + (" (indexing is running)" if self._indexing else ""))
         return TopicsResponse(topics=topics, truncated=truncated, notes=notes, index=self.summary())
 
+    def recent_documents(self, since_ts: float, since_date: str, *, limit: int = 50) -> RecentDocuments:
+        """Servable documents new since a moment, by frontmatter date and by index time, kept apart.
+
+        The two answer different questions: a frontmatter date is the author's claim about the
+        content, the index time is when kb-mcp last saw the content change (a rebuilt index resets
+        it). ``since_date`` is YYYY-MM-DD; a frontmatter date is compared on its leading
+        YYYY-MM-DD, so a date with a time of day still counts for its day.
+        """
+        self.refresh()
+        docs = self.store.documents()
+        servable = set(self.servable_document_paths(among=[d.path for d in docs]))
+        docs = [d for d in docs if d.path in servable]
+        dated: list[tuple[str, DocumentRow]] = []
+        unparsed = 0
+        for d in docs:
+            if d.date is None:
+                continue
+            day = _leading_day(d.date)
+            if day is None:
+                unparsed += 1
+            elif day >= since_date:
+                dated.append((day, d))
+        dated.sort(key=lambda item: item[0], reverse=True)  # stable: paths stay in order within a day
+        indexed = sorted((d for d in docs if d.indexed_at >= since_ts), key=lambda d: (-d.indexed_at, d.path))
+
+        def entry(d: DocumentRow) -> RecentDocument:
+            return RecentDocument(
+                path=d.path, title=d.title, date=d.date, indexed_at=_iso(d.indexed_at), tags=list(d.tags),
+                uri=document_uri(d.path),
+            )  # fmt: skip
+
+        return RecentDocuments(
+            since_date=since_date, since=_iso(since_ts),
+            by_date=[entry(d) for _, d in dated[:limit]], by_date_total=len(dated),
+            by_index_time=[entry(d) for d in indexed[:limit]], by_index_time_total=len(indexed),
+            unparsed_dates=unparsed, truncated=len(dated) > limit or len(indexed) > limit,
+            index=self.summary(),
+        )  # fmt: skip
+
     def status(self, *, max_skipped: int = 50) -> StatusResponse:
         docs, chunks = self.store.counts()
         skipped = self.store.skipped()
@@ -662,7 +719,7 @@ class KbCore:
             notes.append(f"{len(skipped)} files were skipped; the first {max_skipped} are listed")
         return StatusResponse(
             root=str(self.root), index_path=str(self.store.path), documents=docs, chunks=chunks,
-            indexing=self._indexing, last_index_at=_iso(float(last)) if last else None,
+            indexing=self._indexing, progress=self._progress, last_index_at=_iso(float(last)) if last else None,
             last_pass_seconds=round(self._last_report.seconds, 3) if self._last_report else None,
             semantic=self._semantic,
             watcher=self.watcher_state, model=self.embedder.model_id if self.embedder else None,
@@ -674,6 +731,14 @@ class KbCore:
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
+
+
+def _leading_day(value: str) -> str | None:
+    """The YYYY-MM-DD a frontmatter date starts with, if it is a real calendar day."""
+    try:
+        return datetime.strptime(value.strip()[:10], "%Y-%m-%d").date().isoformat()
+    except ValueError:
+        return None
 
 
 def _clean_prefix(prefix: str | None) -> str | None:

@@ -39,6 +39,10 @@ class SearchHit(BaseModel):
     )
     score: float = Field(description="Higher is better; comparable only within one response.")
     snippet: str = Field(description="A window of the chunk centred on the query's matches.")
+    highlights: list[list[int]] = Field(
+        default_factory=list,
+        description="[start, end) character spans of the snippet that match the query, to emphasise.",
+    )
     start: int = Field(description="Character offset where the chunk starts in the document.")
     end: int = Field(description="Character offset where the chunk ends in the document.")
     line_start: int
@@ -124,12 +128,19 @@ class SkippedFile(BaseModel):
     reason: str
 
 
+class IndexProgress(BaseModel):
+    phase: str = Field(description="'indexing' (reading changed files) or 'embedding' (computing vectors).")
+    done: int
+    total: int
+
+
 class StatusResponse(BaseModel):
     root: str
     index_path: str
     documents: int
     chunks: int
     indexing: bool
+    progress: IndexProgress | None = Field(default=None, description="How far the running pass is.")
     last_index_at: str | None
     last_pass_seconds: float | None
     semantic: str
@@ -143,3 +154,30 @@ class StatusResponse(BaseModel):
     warnings: list[SkippedFile]
     last_error: str | None = None
     notes: list[str]
+
+
+class RecentDocument(BaseModel):
+    path: str
+    title: str
+    date: str | None = Field(description="The frontmatter date as written, if any.")
+    indexed_at: str = Field(description="When this content was last indexed (ISO 8601, UTC).")
+    tags: list[str] = Field(default_factory=list)
+    uri: str | None = None
+
+
+class RecentDocuments(BaseModel):
+    """Servable documents new or changed since a moment, by two separate criteria."""
+
+    since_date: str = Field(
+        description="YYYY-MM-DD; by_date holds documents whose frontmatter date is on or after it."
+    )
+    since: str = Field(description="ISO 8601 UTC; by_index_time holds documents indexed at or after it.")
+    by_date: list[RecentDocument] = Field(description="Newest frontmatter date first.")
+    by_date_total: int = Field(description="Matches before the cap; more than len(by_date) when cut.")
+    by_index_time: list[RecentDocument] = Field(description="Most recently indexed first.")
+    by_index_time_total: int
+    unparsed_dates: int = Field(
+        description="Documents whose frontmatter date does not start with YYYY-MM-DD."
+    )
+    truncated: bool
+    index: IndexSummary

@@ -7,16 +7,20 @@ one is configured (``401``). Body size (``413``) and the number of open
 sessions are capped by the SDK; its "too many sessions" answer is given as
 ``429`` with ``Retry-After`` so clients back off instead of treating it as a
 server fault.
+
+``/ui`` and ``/api/*`` (the web page, ``server/web.py``) go to their own app,
+offered to loopback clients only unless the policy says otherwise; the token,
+when set, guards ``/api`` as it guards ``/mcp``.
 """
 
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
+if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
+    from mcp.server.mcpserver import MCPServer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -28,6 +32,9 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSIONS = 64
 RETRY_AFTER_S = 5
+SESSION_IDLE_S = 600.0
+"""A session untouched this long is closed: many clients drop their connection without ending the
+session, and without this the session cap would fill up and lock every new host out."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,9 @@ class HttpPolicy:
     token: str | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     max_sessions: int = MAX_SESSIONS
+    session_idle_s: float = SESSION_IDLE_S
+    ui_remote: bool = False
+    """Offer the web page to clients other than this machine."""
 
     def hosts(self) -> set[str]:
         return set(self.allowed_hosts) or {f"{n}:{self.port}" for n in LOOPBACK_NAMES}
@@ -64,8 +74,9 @@ async def _respond(
 class Guard:
     """The ASGI layer in front of the SDK's app."""
 
-    def __init__(self, app: ASGIApp, policy: HttpPolicy) -> None:
+    def __init__(self, app: ASGIApp, policy: HttpPolicy, web: ASGIApp | None = None) -> None:
         self.app = app
+        self.web = web
         self.policy = policy
         self._hosts = policy.hosts()
         self._origins = policy.origins()
@@ -86,19 +97,45 @@ class Guard:
                 send, 403, "request refused: the Origin header is not allowed (DNS-rebinding protection)"
             )
             return
-        if scope.get("path") == "/healthz":
+        path = scope.get("path", "")
+        if path == "/healthz":
             await _ok(send)
             return
-        if self.policy.token is not None:
-            auth = headers.get("authorization", "")
-            expected = f"Bearer {self.policy.token}"
-            if not hmac.compare_digest(auth.encode(), expected.encode()):
+        if self.web is not None and (path == "/ui" or path.startswith(("/ui/", "/api/"))):
+            if not self.policy.ui_remote and not _from_loopback(scope):
                 await _respond(
-                    send, 401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                    [(b"www-authenticate", b"Bearer")],
+                    send, 403, "the web page is offered to this machine only; "
+                    "start the server with --ui-allow-remote to offer it to others",
                 )  # fmt: skip
                 return
+            if path.startswith("/api/") and not self._authorized(headers):
+                await _unauthorized(send)
+                return
+            await self.web(scope, receive, send)
+            return
+        if not self._authorized(headers):
+            await _unauthorized(send)
+            return
         await self.app(scope, receive, _sessions_as_429(send))
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        if self.policy.token is None:
+            return True
+        expected = f"Bearer {self.policy.token}"
+        return hmac.compare_digest(headers.get("authorization", "").encode(), expected.encode())
+
+
+def _from_loopback(scope: Scope) -> bool:
+    client = scope.get("client")
+    host = client[0] if client else ""
+    return host == "::1" or host.startswith("127.") or host == "localhost"
+
+
+async def _unauthorized(send: Send) -> None:
+    await _respond(
+        send, 401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+        [(b"www-authenticate", b"Bearer")],
+    )  # fmt: skip
 
 
 async def _ok(send: Send) -> None:
@@ -122,11 +159,17 @@ def _sessions_as_429(send: Send) -> Send:
     return wrapped
 
 
-def build_http_app(server: MCPServer[Any], policy: HttpPolicy) -> ASGIApp:
-    """The SDK's Streamable HTTP app at ``/mcp`` with our guard in front (it does the Host/Origin checks)."""
+def build_http_app(server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None) -> ASGIApp:
+    """The SDK's Streamable HTTP app at ``/mcp`` (and the web page, if given) behind our guard.
+
+    The guard does the Host/Origin checks, so the SDK's own copy of them is off.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
     app = server.streamable_http_app(
         max_request_body_size=policy.max_body_bytes,
         max_sessions=policy.max_sessions,
+        session_idle_timeout=policy.session_idle_s,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return Guard(app, policy)
+    return Guard(app, policy, web)

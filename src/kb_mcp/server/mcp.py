@@ -23,6 +23,7 @@ from kb_mcp import __version__, render
 from kb_mcp.core import KbCore
 from kb_mcp.errors import KbError
 from kb_mcp.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
+from kb_mcp.server.prompts import register_prompts
 from kb_mcp.server.resources import KbServer
 
 log = logging.getLogger(__name__)
@@ -182,4 +183,5 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
         r = _call(core.status)
         return _result(r, render.status_text(r))
 
+    register_prompts(server, core)
     return server

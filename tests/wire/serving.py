@@ -1,0 +1,71 @@
+"""The installed ``kb-mcp serve --http`` as a subprocess, for the tests that speak HTTP to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.message import Message
+from pathlib import Path
+
+from tests.conftest import installed_script
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def request(
+    url: str, headers: dict[str, str] | None = None, data: bytes | None = None
+) -> tuple[int, dict[str, str], dict]:
+    """Status, response headers and body (JSON, else ``{"text": ...}``); HTTP errors are answers here."""
+    req = urllib.request.Request(url, headers=headers or {}, data=data, method="POST" if data else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return response.status, dict(response.headers), _body(response.headers, response.read())
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code, dict(err.headers), _body(err.headers, err.read())
+
+
+def _body(headers: Message, raw: bytes) -> dict:
+    if "json" in headers.get("content-type", ""):
+        return json.loads(raw or b"{}")
+    return {"text": raw.decode("utf-8", "replace")}
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    status, _, body = request(url, headers)
+    return status, body
+
+
+@contextmanager
+def serving(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[int]:
+    """Start the server on a free port, wait for /healthz, yield the port, stop it."""
+    port = free_port()
+    with subprocess.Popen(
+        [installed_script(), "serve", "--kb", str(kb_root), "--lexical-only", "--http", "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
+    ) as proc:  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("kb-mcp serve --http did not come up") from None
+                    time.sleep(0.05)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

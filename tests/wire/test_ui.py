@@ -1,0 +1,181 @@
+"""The /ui web page: its API and guard over HTTP, and the page itself in headless Chromium.
+
+The browser test drives Debian's Chromium through Playwright (its bundled
+browser download is not used), searches in English and Japanese, opens a
+document, and proves a note holding markup is shown as text, never run. Its
+screenshot is kept in ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from kb_mcp.server.http import HttpPolicy, build_http_app
+from kb_mcp.server.mcp import build_server
+from kb_mcp.server.web import build_web_app
+from tests.conftest import make_core
+from tests.wire.serving import get, request, serving
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HOSTILE = """---
+title: Markup in a note
+tags: [security]
+---
+# Markup in a note
+
+The quarterly xylophone review says <script>window.__pwned = 1</script> and
+<img src="x" onerror="window.__pwned = 2"> must appear as text.
+"""
+
+
+@pytest.fixture
+def ui_kb(kb_root: Path) -> Path:
+    (kb_root / "notes" / "markup.md").write_text(HOSTILE, encoding="utf-8")
+    return kb_root
+
+
+@pytest.fixture
+def ui_port(ui_kb: Path) -> Iterator[int]:
+    with serving(ui_kb, "--no-watch") as port:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):  # the catch-up pass runs in the background
+            if get(f"{base}/api/status")[1].get("documents") == 5:
+                break
+        yield port
+
+
+def test_the_page_and_its_assets_are_served_with_a_self_only_content_policy(ui_port: int) -> None:
+    base = f"http://127.0.0.1:{ui_port}"
+    for path, kind in (("/ui", "text/html"), ("/ui/app.js", "text/javascript"), ("/ui/app.css", "text/css")):
+        status, headers, body = request(base + path)
+        headers = {k.lower(): v for k, v in headers.items()}
+        assert status == 200 and headers["content-type"].startswith(kind)
+        assert "default-src 'none'" in headers["content-security-policy"]
+        assert "http://" not in body["text"] and "https://" not in body["text"]  # no external asset
+
+
+def test_the_api_answers_from_the_same_search_as_the_tools(ui_port: int) -> None:
+    base = f"http://127.0.0.1:{ui_port}"
+    status, body = get(f"{base}/api/search?q=load+balancer&path_prefix=runbooks/")
+    assert status == 200 and body["hits"][0]["path"] == "runbooks/deploy.md"
+    a, b = body["hits"][0]["highlights"][0]
+    assert body["hits"][0]["snippet"][a:b].lower() in ("load", "balancer")
+    assert get(f"{base}/api/search?q=load+balancer&tag=nosuchtag")[1]["hits"] == []
+    assert get(f"{base}/api/search?q=")[0] == 400
+    status, body = get(f"{base}/api/search?q=x&limit=lots")
+    assert status == 400 and "limit must be a whole number" in body["error"]
+    status, body = get(f"{base}/api/document?path=../outside.md")
+    assert status == 404 and ".." in body["error"]
+    assert get(f"{base}/api/status")[1]["documents"] == 5
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_other_machines_are_refused_the_page_unless_allowed(kb_root: Path) -> None:
+    """Through the real app over ASGI, so the client address can be another machine's."""
+    core = make_core(kb_root)
+    core.index()
+    try:
+        for allowed, expected in ((False, 403), (True, 200)):
+            app = build_http_app(
+                build_server(core), HttpPolicy(port=80, ui_remote=allowed), build_web_app(core)
+            )
+            transport = httpx2.ASGITransport(app=app, client=("192.0.2.7", 50000))
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:80") as http:
+                for path in ("/ui", "/api/search?q=rollback"):
+                    response = await http.get(path, headers={"Host": "127.0.0.1:80"})
+                    assert response.status_code == expected, path
+                    if expected == 403:
+                        assert "--ui-allow-remote" in response.json()["error"]
+    finally:
+        core.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if CHROMIUM is None:
+        pytest.skip(
+            "Chromium is not installed: `apt-get install chromium` (.ci/run does) to run the browser test"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test`")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"],
+        )  # fmt: skip
+        yield browser
+        browser.close()
+
+
+def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_stays_text(
+    browser: object, ui_port: int
+) -> None:
+    page = browser.new_page(viewport={"width": 1100, "height": 760})  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
+    base = f"http://127.0.0.1:{ui_port}"
+    page.goto(f"{base}/ui")
+    page.wait_for_selector("#status:has-text('documents')")
+    assert "5 documents" in page.text_content("#status")
+    assert not page.is_visible("#token-form")  # no token configured: nothing to ask for
+
+    page.fill("#q", "load balancer rollback")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit")
+    assert page.text_content(".hit h3") == "Deploy runbook"
+    marks = page.eval_on_selector_all(".hit mark", "els => els.map(e => e.textContent.toLowerCase())")
+    assert {"load", "balancer"} & set(marks)
+
+    page.fill("#q", "障害の初動")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit h3:has-text('障害対応の手順')")
+    marks = page.eval_on_selector_all(".hit mark", "els => els.map(e => e.textContent)")
+    assert any("障害" in m for m in marks) and any("初動" in m for m in marks)
+    assert "q=%E9%9A%9C" in page.url  # the search is in the address, so it can be shared
+
+    page.select_option("#prefix", "runbooks/")
+    page.fill("#q", "backups")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit")
+    paths = page.eval_on_selector_all(".hit .where", "els => els.map(e => e.textContent)")
+    assert paths and all(p.startswith("runbooks/") for p in paths)
+    page.select_option("#prefix", "")
+
+    page.fill("#q", "xylophone review")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit h3:has-text('Markup in a note')")
+    assert "<script>" in page.text_content(".hit .snippet")
+    page.click(".hit h3 a")
+    page.wait_for_selector("#document:not([hidden])")
+    assert page.text_content("#document-path") == "notes/markup.md"
+    text = page.text_content("#document-text")
+    assert "<script>window.__pwned = 1</script>" in text and 'onerror="window.__pwned = 2"' in text
+    assert page.evaluate("window.__pwned") is None
+    assert page.query_selector("#document-text script, #document-text img, .hit script, .hit img") is None
+
+    page.go_back()
+    page.wait_for_selector("#results:not([hidden]) .hit")
+    page.click(".hit h3 a")
+    page.wait_for_selector("#document:not([hidden])")
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "ui-search.png"
+    page.go_back()
+    page.fill("#q", "rollback 障害")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit")
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    assert errors == []
+    page.close()
