@@ -19,7 +19,14 @@ HERE = Path(__file__).resolve().parent
 KINDS = ["paraphrase", "japanese", "cross-lingual-ja-en", "cross-lingual-en-ja", "multi-answer", "keyword"]
 VARIANTS: list[tuple[str, dict[str, object]]] = [
     ("lexical only", {"semantic": False}),
-    *[(f"blend {w}", {"fusion": "blend", "dense_weight": w}) for w in (0.4, 0.5, 0.6, 0.7, 0.8, 1.0)],
+    *[
+        (f"blend {w}", {"fusion": "blend", "dense_weight": w, "dense_weight_matched": w})
+        for w in (0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+    ],
+    *[
+        (f"adaptive {hi}→{lo}", {"fusion": "blend", "dense_weight": hi, "dense_weight_matched": lo})
+        for hi, lo in ((0.7, 0.2), (0.8, 0.2), (0.8, 0.3), (0.9, 0.2), (0.7, 0.4), (0.6, 0.3))
+    ],
     ("rrf k=60", {"fusion": "rrf"}),
 ]
 

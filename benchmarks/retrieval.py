@@ -3,6 +3,7 @@
     python benchmarks/retrieval.py                 # both collections, default fusion
     python benchmarks/retrieval.py scifact --fusion rrf
     python benchmarks/retrieval.py jsquad-ir --queries 1000
+    python benchmarks/retrieval.py scifact --embedder e5     # the optional multilingual-e5-small
 
 Every cost is printed next to a baseline measured in the same run, because
 these machines are shared and noisy: indexing throughput next to the raw
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_at, write_markdown
 from kb_mcp.config import Limits, Settings
 from kb_mcp.core import KbCore
+from kb_mcp.embed.base import EmbedderSpec
 from kb_mcp.search.fts_query import compile_query
 from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
 from kb_mcp.store.sqlite import embedding_input
@@ -38,15 +40,18 @@ def metrics(ranked: list[str], rel: dict[str, int]) -> dict[str, float]:
     }  # fmt: skip
 
 
-def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, variants: list[str]) -> None:
+def bench(
+    name: str, fusion: str, dense_weight: float, matched_weight: float, max_queries: int | None,
+    variants: list[str], embedder: str,
+) -> None:  # fmt: skip
     collection = load(name, SPLITS[name])
     root = write_markdown(collection)
-    index_dir = WORK / name / "index-hybrid"
+    index_dir = WORK / name / ("index-hybrid" if embedder == "use" else f"index-hybrid-{embedder}")
     shutil.rmtree(index_dir, ignore_errors=True)
     limits = Limits(default_limit=100, max_limit=100, max_hits_per_document=1, default_snippet_chars=120)
     settings = Settings(
         root=root, index_dir=index_dir, limits=limits, freshness_interval_s=1e9, fusion=fusion,
-        dense_weight=dense_weight,
+        dense_weight=dense_weight, dense_weight_matched=matched_weight, embed=EmbedderSpec(provider=embedder),
     )  # fmt: skip
     core = KbCore(settings)
     t0 = time.perf_counter()
@@ -113,7 +118,10 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, 
     core.close()
 
     print(f"\n## {name} ({SPLITS[name]} split, {len(queries)} queries, {docs} documents, {chunks} chunks)")
-    print(f"fusion={fusion} dense_weight={dense_weight} model={core.embedder.model_id} load {load_s:.1f}s\n")
+    print(
+        f"fusion={fusion} dense_weight={dense_weight}→{matched_weight} model={core.embedder.model_id} "
+        f"load {load_s:.1f}s\n"
+    )
     print("| leg | nDCG@10 | recall@10 | recall@100 | MRR@10 |")
     print("|---|---|---|---|---|")
     for leg, ms in per_leg.items():
@@ -133,10 +141,13 @@ def bench(name: str, fusion: str, dense_weight: float, max_queries: int | None, 
 
 
 def _dense_leg(core: KbCore, variant: str) -> DenseLeg:
-    """``blend:0.9`` or ``rrf``: the same pipeline with another fusion, for comparison in one run."""
+    """``blend:0.6`` (a fixed weight), ``blend:0.8:0.3`` (adaptive: unmatched, matched) or ``rrf``:
+    the same pipeline with another fusion, for comparison in one run."""
     assert core._dense is not None and core.embedder is not None
-    method, _, weight = variant.partition(":")
-    return DenseLeg(core._dense, core.embedder.embed_query, method, float(weight or 0.7), 60)
+    method, *weights = variant.split(":")
+    unmatched = float(weights[0]) if weights else 0.7
+    matched = float(weights[1]) if len(weights) > 1 else unmatched
+    return DenseLeg(core._dense, core.embedder.embed_query, method, unmatched, 60, matched)
 
 
 def _dedupe(ids: list[str]) -> list[str]:
@@ -152,18 +163,27 @@ def main() -> None:
     parser.add_argument(
         "--dense-weight", type=float, default=Settings.__dataclass_fields__["dense_weight"].default
     )
+    parser.add_argument(
+        "--dense-weight-matched",
+        type=float,
+        default=Settings.__dataclass_fields__["dense_weight_matched"].default,
+    )
+    parser.add_argument("--embedder", default="use", choices=["use", "e5"], help="Embedding provider.")
     parser.add_argument("--queries", type=int, default=None, help="Use only the first N queries.")
     parser.add_argument(
         "--compare",
         default="",
-        help="Other fusions to score in the same run, e.g. 'blend:0.5,blend:0.9,rrf'.",
+        help="Other fusions to score in the same run, e.g. 'blend:0.6,blend:0.8:0.3,rrf'.",
     )
     args = parser.parse_args()
     unknown = [c for c in args.collections if c not in SPLITS]
     if unknown:
         parser.error(f"unknown collection(s) {', '.join(unknown)}; choose from {', '.join(SPLITS)}")
     for name in args.collections or list(SPLITS):
-        bench(name, args.fusion, args.dense_weight, args.queries, [v for v in args.compare.split(",") if v])
+        variants = [v for v in args.compare.split(",") if v]
+        bench(
+            name, args.fusion, args.dense_weight, args.dense_weight_matched, args.queries, variants, args.embedder
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

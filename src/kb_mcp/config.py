@@ -86,7 +86,10 @@ class Settings:
     """``False`` runs lexical-only and never loads a model."""
     fusion: str = "blend"
     """``"blend"`` (weighted normalised scores) or ``"rrf"`` (reciprocal rank fusion)."""
-    dense_weight: float = 0.6
+    dense_weight: float = 0.8
+    """The dense leg's share of a blended score when no lexical candidate covers the query."""
+    dense_weight_matched: float = 0.3
+    """Its share when one covers all of the query's terms; between the two it moves linearly."""
     rrf_k: int = 60
     freshness_interval_s: float = 1.0
     """Minimum time between two stat scans made before answering a call (T10)."""
@@ -96,8 +99,9 @@ class Settings:
             raise ConfigError("max_file_bytes must be a positive number of bytes")
         if self.fusion not in ("blend", "rrf"):
             raise ConfigError(f"[search].fusion must be 'blend' or 'rrf', not {self.fusion!r}")
-        if not 0.0 <= self.dense_weight <= 1.0:
-            raise ConfigError(f"[search].dense_weight must be between 0 and 1, not {self.dense_weight}")
+        for name in ("dense_weight", "dense_weight_matched"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"[search].{name} must be between 0 and 1, not {getattr(self, name)}")
         if self.rrf_k <= 0:
             raise ConfigError("[search].rrf_k must be positive")
         if self.freshness_interval_s < 0:
@@ -111,7 +115,7 @@ _TABLES: dict[str, set[str]] = {
     "chunking": {f.name for f in fields(ChunkOptions)},
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
-    "search": {"fusion", "dense_weight", "rrf_k"},
+    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k"},
     "index": {"freshness_interval"},
 }
 
@@ -230,8 +234,9 @@ def build_settings(
     search = fv.get("search", {})
     if "fusion" in search:
         kwargs["fusion"] = _typed("[search].", "fusion", search["fusion"], str)
-    if "dense_weight" in search:
-        kwargs["dense_weight"] = _typed("[search].", "dense_weight", search["dense_weight"], float)
+    for name in ("dense_weight", "dense_weight_matched"):
+        if name in search:
+            kwargs[name] = _typed("[search].", name, search[name], float)
     if "rrf_k" in search:
         kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
     if "freshness_interval" in fv.get("index", {}):

@@ -401,7 +401,7 @@ class KbCore:
             return None
         return DenseLeg(
             self._dense, self.embedder.embed_query, self.settings.fusion, self.settings.dense_weight,
-            self.settings.rrf_k,
+            self.settings.rrf_k, self.settings.dense_weight_matched,
         )  # fmt: skip
 
     def search(

@@ -85,6 +85,15 @@ def test_punctuation_and_particles_are_dropped() -> None:
     assert "猫" in result
 
 
+def test_light_verbs_and_adjectives_are_dropped_but_content_verbs_stay() -> None:
+    """する, いる, ある, なる, ない appear in nearly every sentence: as terms they rank nothing and
+    their highlights speckle a snippet; 起きる carries meaning and stays."""
+    assert terms("障害が起きたら最初に何をする") == ["障害", "起きる", "最初"]
+    assert terms("集中していることがある") == ["集中", "こと"]
+    assert terms("できるようになった") == []
+    assert terms("よくない") == []
+
+
 def test_inflected_japanese_verbs_use_their_normalised_form() -> None:
     assert terms("行った") == terms("行く")
 

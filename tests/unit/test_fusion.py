@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kb_mcp.search import fusion
 from kb_mcp.search.dense import DenseIndex
@@ -32,6 +33,25 @@ def test_blend_keeps_each_legs_evidence_for_explain() -> None:
     by_id = {f.rowid: f for f in fusion.blend(LEX, DENSE)}
     assert by_id[3].lexical_rank == 3 and by_id[3].dense_rank == 1 and by_id[3].dense_similarity == 0.8
     assert by_id[4].lexical_rank is None and by_id[2].dense_rank is None
+
+
+def test_the_adaptive_weight_moves_from_unmatched_to_matched_with_the_best_coverage() -> None:
+    assert fusion.adaptive_weight(0.8, 0.3, 0.0) == 0.8
+    assert fusion.adaptive_weight(0.8, 0.3, 1.0) == pytest.approx(0.3)
+    assert abs(fusion.adaptive_weight(0.8, 0.3, 0.5) - 0.55) < 1e-9
+    assert fusion.adaptive_weight(0.8, 0.3, 7.0) == pytest.approx(0.3)  # clamped
+
+
+def test_a_chunk_holding_the_whole_query_lets_the_lexical_leg_lead() -> None:
+    """Row 1 holds every query term: with the adaptive weight its lexical score out-votes row 3's
+    better cosine; when no chunk covers the query, the dense order stands."""
+    covered = {1: 1.0, 2: 0.2, 3: 0.3}
+    fixed = fusion.blend(LEX, DENSE, dense_weight=0.8, coverage=covered)
+    adaptive = fusion.blend(LEX, DENSE, dense_weight=0.8, matched_weight=0.3, coverage=covered)
+    assert fixed[0].rowid == 3 and adaptive[0].rowid == 1
+    uncovered = {1: 0.0, 2: 0.0, 3: 0.0}
+    ranked = fusion.blend(LEX, DENSE, dense_weight=0.8, matched_weight=0.3, coverage=uncovered)
+    assert [f.rowid for f in ranked[:3]] == [3, 4, 1]
 
 
 def test_an_empty_leg_leaves_the_other_ones_order() -> None:

@@ -45,7 +45,8 @@ def blend(
     lexical: Sequence[tuple[int, float]],
     dense: Sequence[tuple[int, float]],
     *,
-    dense_weight: float = 0.6,
+    dense_weight: float = 0.7,
+    matched_weight: float | None = None,
     coverage: Mapping[int, float] | None = None,
 ) -> list[Fused]:
     """Weighted sum of per-query normalised scores.
@@ -56,16 +57,35 @@ def blend(
     Dense: cosine similarity as is (clipped at 0); it already has a scale, and
     keeping it unscaled lets a weak dense match stay weak. Without ``coverage``
     the lexical part is BM25 over the best alone.
+
+    The dense weight is :func:`adaptive_weight` when ``matched_weight`` is given.
     """
     fused = _collect(lexical, dense)
     best = max((s for _, s in lexical), default=0.0)
+    weight = dense_weight
+    if matched_weight is not None and coverage is not None:
+        weight = adaptive_weight(dense_weight, matched_weight, max(coverage.values(), default=0.0))
     for f in fused.values():
         lex = (f.lexical_score or 0.0) / best if best > 0 else 0.0
         if coverage is not None:
             lex *= coverage.get(f.rowid, 0.0) ** 2
         den = max(f.dense_similarity or 0.0, 0.0)
-        f.score = dense_weight * den + (1.0 - dense_weight) * lex
+        f.score = weight * den + (1.0 - weight) * lex
     return sorted(fused.values(), key=lambda f: (-f.score, f.rowid))
+
+
+def adaptive_weight(unmatched: float, matched: float, top_coverage: float) -> float:
+    """The dense weight for one query: ``unmatched`` when no lexical candidate holds the query's
+    terms, moving linearly to ``matched`` when one holds all of them.
+
+    A chunk that contains every rare term of the query is strong evidence the
+    lexical leg found the passage (an identifier, a claim worded like its
+    source), so the embedding, weaker on specialised vocabulary, should not
+    out-vote it. When no chunk covers the query (a paraphrase, a question in the
+    other language) only the dense leg knows anything, and it carries the query.
+    """
+    c = min(max(top_coverage, 0.0), 1.0)
+    return unmatched - (unmatched - matched) * c
 
 
 def lexical_only(lexical: Sequence[tuple[int, float]]) -> list[Fused]:

@@ -57,6 +57,8 @@ class DenseLeg:
     fusion: str = "blend"
     dense_weight: float = 0.7
     rrf_k: int = 60
+    matched_weight: float | None = None
+    """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``)."""
 
 
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
@@ -74,7 +76,10 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
             ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
         else:
             cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
-            ranked = fusion.blend(lexical, dense_hits, dense_weight=dense.dense_weight, coverage=cov)
+            ranked = fusion.blend(
+                lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
+                coverage=cov,
+            )  # fmt: skip
     else:
         ranked = fusion.lexical_only(lexical)
 
