@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from kb_mcp import __version__, render
-from kb_mcp.config import build_settings, find_config, load_config_file
+from kb_mcp.config import SettingsSource, find_config
 from kb_mcp.core import KbCore
 from kb_mcp.errors import KbError
 from kb_mcp.ingest.indexer import IndexReport
@@ -58,14 +58,11 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         _configure_logging(verbose)
         try:
             cfg = config or find_config(Path.cwd())
-            file_values = load_config_file(cfg) if cfg else {}
-            settings = build_settings(
-                root=kb,
-                index_dir=index_dir,
-                file_values=file_values,
+            source = SettingsSource(
+                cfg.resolve() if cfg else None, root=kb, index_dir=index_dir,
                 semantic=False if lexical_only else None,
-            )
-            core = KbCore(settings)
+            )  # fmt: skip
+            core = KbCore(source.load(), source=source)
         except KbError as exc:
             raise click.ClickException(str(exc)) from exc
         try:

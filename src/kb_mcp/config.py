@@ -244,3 +244,28 @@ def build_settings(
             "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
         )
     return Settings(**kwargs)
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """How the settings were made (flags and a config file), so a server can read them again.
+
+    A running server re-reads its config file when it changes; the flags given at
+    start stay as they were, and keep their precedence over the file.
+    """
+
+    config_path: Path | None
+    root: Path | None = None
+    index_dir: Path | None = None
+    semantic: bool | None = None
+
+    def load(self) -> Settings:
+        file_values = load_config_file(self.config_path) if self.config_path else {}
+        return build_settings(
+            root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic
+        )
+
+
+RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
+              "dense_weight_matched", "rrf_k", "freshness_interval_s")  # fmt: skip
+"""Settings a running server applies when its config file changes; the others need a restart."""

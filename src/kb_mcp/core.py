@@ -14,13 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import platformdirs
 
-from kb_mcp.config import INDEX_DIRNAME, Settings
+from kb_mcp.config import INDEX_DIRNAME, RELOADABLE, Settings, SettingsSource
 from kb_mcp.embed.base import Embedder, make_embedder
 from kb_mcp.errors import EmbedderUnavailable, IndexIncompatible, IndexLocked, KbError, NotServable
 from kb_mcp.guard import LoadedDocument, load_document, relative_path
@@ -91,8 +91,13 @@ def _prepare_index_dir(path: Path) -> None:
 class KbCore:
     """Index, search and read one knowledge base."""
 
-    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | None = None, source: SettingsSource | None = None
+    ) -> None:
         self.settings = settings
+        self.source = source
+        self._config_note: str | None = None
+        self._config_seen = self._config_signature()
         self.limits = settings.limits
         self.root = settings.root
         self.index_dir = resolve_index_dir(settings)
@@ -125,10 +130,13 @@ class KbCore:
 
     def start_watching(self) -> None:
         """Index changes as they happen (serve); the state shows in ``index_status``."""
-        self._watcher = Watcher(self.root, self.index_dir, self._on_files_changed)
+        config = self.source.config_path if self.source else None
+        self._watcher = Watcher(self.root, self.index_dir, self._on_files_changed, also=config)
         self._watcher.start()
 
-    def _on_files_changed(self) -> None:
+    def _on_files_changed(self, changed: set[Path]) -> None:
+        log.debug("%d paths changed; running a pass", len(changed))
+        self._reload_if_config_changed()
         try:
             self.index(prune_disabled=False, embed=self._semantic == "ok")
         except IndexLocked:
@@ -136,6 +144,51 @@ class KbCore:
         except KbError as exc:
             self._last_error = str(exc)
             log.error("indexing after a change failed: %s", exc)
+
+    def _config_signature(self) -> tuple[int, int] | None:
+        path = self.source.config_path if self.source else None
+        try:
+            st = path.stat() if path else None
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size) if st else None
+
+    def _reload_if_config_changed(self) -> None:
+        """Checked on every watcher batch and every freshness scan: editors that save by renaming
+        defeat a watch on the file itself, a stat does not."""
+        if self.source is None or self.source.config_path is None:
+            return
+        seen = self._config_signature()
+        if seen != self._config_seen:
+            self._config_seen = seen
+            self.reload_settings()
+
+    def reload_settings(self) -> None:
+        """Read the config file again and apply what a running server can (``config.RELOADABLE``).
+
+        The next pass applies new exclusions and parsers (rows now excluded are removed, newly
+        included files indexed). A broken file keeps the old settings and says why in the status;
+        changes that need a restart (the root, the index folder, the model) are named there too.
+        """
+        assert self.source is not None
+        try:
+            new = self.source.load()
+        except KbError as exc:
+            self._config_note = f"the changed config file was not applied: {exc}"
+            log.error("%s", self._config_note)
+            return
+        applied = {name: getattr(new, name) for name in RELOADABLE}
+        pending = [
+            name for name in ("root", "index_dir", "embed", "semantic", "chunking")
+            if getattr(new, name) != getattr(self.settings, name)
+        ]  # fmt: skip
+        self.settings = replace(self.settings, **applied)
+        self.limits = self.settings.limits
+        self.registry = Registry(self.settings.parsers)
+        self._config_note = (
+            f"config changes to {', '.join(pending)} apply when kb-mcp is restarted" if pending else None
+        )
+        log.info("config file re-read%s", f"; {self._config_note}" if pending else "")
 
     @property
     def watcher_state(self) -> str:
@@ -287,6 +340,7 @@ class KbCore:
         now = time.monotonic()
         if now - self._last_check < self.settings.freshness_interval_s:
             return
+        self._reload_if_config_changed()
         if not self._pass_lock.acquire(blocking=False):
             return
         try:
@@ -710,6 +764,8 @@ class KbCore:
         notes: list[str] = []
         if self._semantic_error:
             notes.append(f"semantic search unavailable: {self._semantic_error}")
+        if self._config_note:
+            notes.append(self._config_note)
         if self._other_writer:
             notes.append(
                 f"another kb-mcp process ({self._other_writer}) was updating this index at the last pass; "

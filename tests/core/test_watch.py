@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from kb_mcp.config import SettingsSource
 from kb_mcp.core import KbCore
 from tests.conftest import make_core
 
@@ -51,3 +53,85 @@ def test_created_edited_renamed_deleted_files_and_a_renamed_folder_are_indexed_b
     finally:
         core.close()
     assert core.watcher_state == "off"
+
+
+def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> None:
+    core = make_core(kb_root, freshness_interval_s=3600.0)
+    core.index()
+    core.start_watching()
+    try:
+        assert wait_for(lambda: core.watcher_state == "running")
+        assert "notes/障害対応.md" in paths(core) and "drafts/secret-plan.md" not in paths(core)
+        (kb_root / ".kb-mcpignore").write_text("notes/\n", encoding="utf-8")
+        assert wait_for(
+            lambda: (
+                "drafts/secret-plan.md" in paths(core)
+                and not any(p.startswith("notes/") for p in paths(core))
+            )
+        )
+    finally:
+        core.close()
+
+
+def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: Path, tmp_path: Path) -> None:
+    config = tmp_path / "elsewhere" / "kb-mcp.toml"  # outside the knowledge base
+    config.parent.mkdir()
+    config.write_text("exclude_dirs = []\n", encoding="utf-8")
+    source = SettingsSource(config, root=kb_root, semantic=False)
+    core = KbCore(replace(source.load(), freshness_interval_s=3600.0), source=source)
+    core.index()
+    core.start_watching()
+    try:
+        assert wait_for(lambda: core.watcher_state == "running")
+        assert "runbooks/deploy.md" in paths(core)
+        config.write_text('exclude_dirs = ["runbooks"]\n[limits]\nmax_limit = 20\n', encoding="utf-8")
+        assert wait_for(lambda: not any(p.startswith("runbooks/") for p in paths(core)))
+        assert core.limits.max_limit == 20
+        assert core.status().notes == []
+
+        config.write_text('exclude_dirs = ["runbooks"\n', encoding="utf-8")  # broken: kept as it was
+        assert wait_for(lambda: any("was not applied" in n for n in core.status().notes))
+        assert core.settings.exclude_dirs == ("runbooks",)
+
+        config.write_text('exclude_dirs = []\n[embed]\nprovider = "e5"\n', encoding="utf-8")
+        assert wait_for(lambda: "runbooks/deploy.md" in paths(core))
+        assert any("embed" in n and "restarted" in n for n in core.status().notes)
+    finally:
+        core.close()
+
+
+def test_the_config_file_is_also_re_read_by_the_stat_scan_before_a_call(
+    kb_root: Path, tmp_path: Path
+) -> None:
+    """Without a watcher (or when an editor's rename-on-save escapes it), the next call applies it."""
+    config = tmp_path / "kb-mcp.toml"
+    config.write_text("exclude_dirs = []\n", encoding="utf-8")
+    source = SettingsSource(config, root=kb_root, semantic=False)
+    core = KbCore(replace(source.load(), freshness_interval_s=0.0), source=source)
+    try:
+        core.index()
+        replacement = tmp_path / "kb-mcp.toml.new"
+        replacement.write_text('exclude_dirs = ["runbooks"]\n', encoding="utf-8")
+        replacement.replace(config)
+        assert not any(h.path.startswith("runbooks/") for h in core.search("load balancer").hits)
+        assert not any(p.startswith("runbooks/") for p in paths(core))
+    finally:
+        core.close()
+
+
+def test_a_burst_of_a_thousand_files_is_a_handful_of_passes_not_a_thousand(kb_root: Path) -> None:
+    core = make_core(kb_root, freshness_interval_s=3600.0)
+    core.index()
+    passes: list[int] = []
+    core.on_index_change(lambda report: passes.append(len(report.added)))
+    core.start_watching()
+    try:
+        assert wait_for(lambda: core.watcher_state == "running")
+        burst = kb_root / "checkout"
+        burst.mkdir()
+        for i in range(1000):
+            (burst / f"f{i:04}.md").write_text(f"# File {i}\n\nbody {i}\n", encoding="utf-8")
+        assert wait_for(lambda: sum(passes) == 1000, seconds=60)
+        assert len(passes) <= 3, passes
+    finally:
+        core.close()

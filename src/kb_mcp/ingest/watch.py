@@ -23,12 +23,18 @@ DEBOUNCE_MS = 300
 
 
 class Watcher:
-    """Runs ``on_batch()`` on a thread of its own after each debounced batch of changes under ``root``."""
+    """Runs ``on_batch(changed_paths)`` on a thread of its own after each debounced batch of changes.
 
-    def __init__(self, root: Path, index_dir: Path, on_batch: Callable[[], None]) -> None:
+    It watches ``root``, and ``also`` (the config file) when that lives outside it.
+    """
+
+    def __init__(
+        self, root: Path, index_dir: Path, on_batch: Callable[[set[Path]], None], *, also: Path | None = None
+    ) -> None:
         self.root = root
         self.index_dir = index_dir.resolve()
         self.on_batch = on_batch
+        self.also = also.resolve() if also is not None else None
         self.state = "off"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,6 +58,8 @@ class Watcher:
 
     def _relevant(self, _change: object, path: str) -> bool:
         p = Path(path)
+        if p == self.also:
+            return True
         if p == self.index_dir or self.index_dir in p.parents:
             return False  # our own writes must not trigger passes
         return not any(part in VENDOR_DIRS for part in p.parts)
@@ -61,8 +69,10 @@ class Watcher:
 
         try:
             self.state = "running"
-            for _changes in watchfiles.watch(
+            extra = [self.also] if self.also is not None and self.root not in self.also.parents else []
+            for changes in watchfiles.watch(
                 self.root,
+                *extra,
                 watch_filter=self._relevant,
                 debounce=DEBOUNCE_MS,
                 stop_event=self._stop,
@@ -70,7 +80,7 @@ class Watcher:
                 yield_on_timeout=False,
             ):
                 try:
-                    self.on_batch()
+                    self.on_batch({Path(path) for _, path in changes})
                 except Exception:
                     log.exception("indexing after a filesystem change failed")
         except Exception as exc:  # inotify limit, unsupported filesystem, …
