@@ -153,6 +153,15 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     assert paths and all(p.startswith("runbooks/") for p in paths)
     page.select_option("#prefix", "")
 
+    page.fill("#tag", "oncall")
+    page.fill("#q", "障害")
+    page.press("#q", "Enter")
+    page.wait_for_selector(".hit .tags:has-text('oncall')")
+    tags = page.eval_on_selector_all(".hit .tags", "els => els.map(e => e.textContent)")
+    assert tags and all("oncall" in t for t in tags)
+    assert len(tags) == page.eval_on_selector_all(".hit", "els => els.length")
+    page.fill("#tag", "")
+
     page.fill("#q", "xylophone review")
     page.press("#q", "Enter")
     page.wait_for_selector(".hit h3:has-text('Markup in a note')")
