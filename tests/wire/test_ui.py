@@ -71,7 +71,9 @@ def test_the_api_answers_from_the_same_search_as_the_tools(ui_port: int) -> None
     status, body = get(f"{base}/api/search?q=x&limit=lots")
     assert status == 400 and "limit must be a whole number" in body["error"]
     status, body = get(f"{base}/api/document?path=../outside.md")
-    assert status == 404 and ".." in body["error"]
+    assert status == 400 and ".." in body["error"]
+    status, body = get(f"{base}/api/document?path=notes/nothing-here.md")
+    assert status == 404 and "nothing-here.md" in body["error"]
     assert get(f"{base}/api/status")[1]["documents"] == 5
 
 

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kb_mcp.core import KbCore
-from kb_mcp.errors import DocumentRefused, KbError
+from kb_mcp.errors import DocumentNotFound, DocumentRefused, KbError, PathOutsideRoot
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
@@ -72,10 +72,12 @@ async def _answer(call: Callable[[], BaseModel]) -> JSONResponse:
     """Run a blocking core call off the event loop; kb-mcp's refusals become 4xx with their message."""
     try:
         return _json(await anyio.to_thread.run_sync(call))
-    except BadParameter as exc:
+    except (BadParameter, PathOutsideRoot) as exc:
         return _error(400, str(exc))
-    except DocumentRefused as exc:
+    except DocumentNotFound as exc:
         return _error(404, str(exc))
+    except DocumentRefused as exc:  # a link, an unsupported or oversize file: there, but not served
+        return _error(403, str(exc))
     except KbError as exc:
         return _error(409, str(exc))
 
