@@ -25,9 +25,9 @@ from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_a
 from kb_mcp.config import Limits, Settings
 from kb_mcp.core import KbCore
 from kb_mcp.embed.base import EmbedderSpec
+from kb_mcp.embed.chunk_vectors import passage_input
 from kb_mcp.search.fts_query import compile_query
 from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
-from kb_mcp.store.sqlite import embedding_input
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 LATENCY_QUERIES = 200
@@ -68,7 +68,7 @@ def bench(
     rows = core.store.conn.execute("SELECT heading_path, text FROM chunks ORDER BY id LIMIT 512").fetchall()
     import json
 
-    inputs = [embedding_input(tuple(json.loads(h)), t) for h, t in rows]
+    inputs = [passage_input(tuple(json.loads(h)), t) for h, t in rows]
     batch = settings.embed.batch_size
     t0 = time.perf_counter()
     for i in range(0, len(inputs), batch):

@@ -291,11 +291,17 @@ class KbCore:
             self._indexing = True
             try:
                 indexer = self._indexer(embed=embed and self._semantic != "unavailable")
+                remade = indexer.embed is not None and indexer.vectors_outdated()
+                if remade:
+                    log.warning("the index's vectors were made by an older kb-mcp; re-embedding every chunk")
+                    indexer.reembed()
                 report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
             finally:
                 self._indexing = False
                 self._progress = None
                 self._last_check = time.monotonic()
+            if remade and self._dense is not None:
+                self._dense.reload(self.store)  # same rowids, new vectors: a refresh would keep the old
             self._after_pass(report)
             return report
 

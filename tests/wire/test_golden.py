@@ -22,15 +22,15 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Measured with `kb-mcp eval --kb examples/kb --golden examples/golden.yml` (default settings),
 # rounded down a little so that harmless ranking noise does not fail the build.
 FLOORS = {
-    ("overall", "ndcg@10"): 0.80,  # measured 0.821
-    ("overall", "recall@5"): 0.88,  # 0.895
+    ("overall", "ndcg@10"): 0.83,  # measured 0.849
+    ("overall", "recall@5"): 0.93,  # 0.947
     ("kind:identifier", "recall@1"): 1.0,  # 1.0
     ("kind:japanese", "recall@5"): 1.0,  # 1.0
     ("kind:cross-lingual-en-ja", "recall@5"): 0.95,  # 1.0
     ("kind:cross-lingual-ja-en", "recall@5"): 0.85,  # 0.857
-    ("kind:paraphrase", "recall@5"): 0.6,  # 0.636
+    ("kind:paraphrase", "recall@5"): 0.9,  # 0.909
     ("kind:multi-answer", "recall@5"): 0.95,  # 1.0
-    ("kind:unanswerable", "abstained"): 0.3,  # 0.333
+    ("kind:unanswerable", "abstained"): 0.6,  # 0.667
 }
 
 

@@ -14,6 +14,7 @@ from kb_mcp.config import Settings
 from kb_mcp.core import KbCore
 from kb_mcp.embed import EmbedderSpec, make_embedder
 from kb_mcp.embed.base import Embedder
+from kb_mcp.embed.chunk_vectors import VECTOR_SCHEME
 from kb_mcp.errors import IndexIncompatible
 from kb_mcp.server.mcp import build_server
 
@@ -149,3 +150,15 @@ def test_editing_one_section_re_embeds_exactly_one_chunk(hybrid: KbCore) -> None
     report = hybrid.index()
     assert report.updated == ["design/cache-layer.md"]
     assert report.chunks_embedded == 1
+
+
+async def test_vectors_from_an_older_kb_mcp_of_the_same_model_are_re_made_not_refused(hybrid: KbCore) -> None:
+    """An index written before chunk vectors leaned on section headings records no vector scheme."""
+    with hybrid.store.transaction() as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'embed_scheme'")
+    before = (await search(hybrid, "how do I undo a bad release"))["legs"]["semantic"]
+    assert before == "ok"  # same model: still served while it waits for the pass
+    report = hybrid.index()
+    assert report.chunks_embedded == hybrid.store.counts()[1]
+    assert hybrid.store.get_meta("embed_scheme") == VECTOR_SCHEME
+    assert "runbooks/rollback.md" in paths(await search(hybrid, "how do I undo a bad release"))

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from kb_mcp.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
 from kb_mcp.errors import IndexIncompatible
 from kb_mcp.ingest.chunker import ChunkOptions
 from kb_mcp.ingest.exclusion import Exclusion
 from kb_mcp.ingest.parsers import Registry
 from kb_mcp.ingest.scan import FileStat, ScanResult, scan
 from kb_mcp.models import ParsedDocument
-from kb_mcp.store.sqlite import DocumentState, Store, embedding_input
+from kb_mcp.store.sqlite import DocumentState, Store
 
 log = logging.getLogger(__name__)
 
@@ -193,11 +194,17 @@ class Indexer:
                 "model, or set [embed] back to the old one"
             )
 
+    def vectors_outdated(self) -> bool:
+        """Vectors of the configured model, combined from a chunk's parts another way (an older kb-mcp)."""
+        if self.model_id is None or self.store.get_meta("embed_model") is None:
+            return False
+        return self.store.get_meta("embed_scheme") != VECTOR_SCHEME
+
     def reembed(self) -> None:
         """Forget every vector so the next pass embeds all chunks with the configured model."""
         with self.store.transaction() as conn:
             self.store.clear_vectors(conn)
-            conn.execute("DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim')")
+            conn.execute("DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim', 'embed_scheme')")
 
     def _prepare(
         self,
@@ -271,22 +278,22 @@ class Indexer:
                 getattr(report, p.kind).append(p.file.path)
 
     def _embed_missing(self, pending: list[_Prepared], report: IndexReport) -> dict[str, np.ndarray]:
-        wanted: dict[str, str] = {}
+        wanted: dict[str, ChunkText] = {}
         for p in pending:
             for c in p.parsed.chunks:
-                wanted.setdefault(c.content_hash, embedding_input(c.heading_path, c.text))
+                wanted.setdefault(c.content_hash, (c.heading_path, c.text))
         known = self.store.known_vectors(wanted)
         missing = [h for h in wanted if h not in known]
         return self._embed_hashes(missing, wanted, report)
 
     def _embed_hashes(
-        self, hashes: list[str], inputs: dict[str, str], report: IndexReport
+        self, hashes: list[str], inputs: dict[str, ChunkText], report: IndexReport
     ) -> dict[str, np.ndarray]:
         assert self.embed is not None
         out: dict[str, np.ndarray] = {}
         for i in range(0, len(hashes), self.embed_batch):
             batch = hashes[i : i + self.embed_batch]
-            matrix = self.embed([inputs[h] for h in batch])
+            matrix = embed_chunks(self.embed, [inputs[h] for h in batch])
             out.update(zip(batch, matrix, strict=True))
             report.chunks_embedded += len(batch)
         return out
@@ -296,14 +303,15 @@ class Indexer:
             dim = len(next(iter(vectors.values())))
             self.store.set_meta(conn, "embed_model", self.model_id)
             self.store.set_meta(conn, "embed_dim", str(dim))
+            self.store.set_meta(conn, "embed_scheme", VECTOR_SCHEME)
 
     def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
         """Embed chunks indexed without vectors (lexical-only passes, ``--reembed``), batch by batch."""
         if self.embed is None:
             return
         todo = self.store.chunks_without_vectors()
-        inputs = dict(todo)
-        hashes = [h for h, _ in todo]
+        inputs = {h: (path, text) for h, path, text in todo}
+        hashes = [h for h, _, _ in todo]
         step = self.embed_batch * 4
         for i in range(0, len(hashes), step):
             if progress:

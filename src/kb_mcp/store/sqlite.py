@@ -477,14 +477,14 @@ class Store:
         matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
         return np.asarray(ids, dtype=np.int64), matrix
 
-    def chunks_without_vectors(self) -> list[tuple[str, str]]:
-        """(content hash, embedding input) for chunks whose content has no vector yet."""
+    def chunks_without_vectors(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """(content hash, heading path, text) for chunks whose content has no vector yet."""
         rows = self.conn.execute(
             "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
             " LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"
             " GROUP BY c.content_hash"
         )
-        return [(r[0], embedding_input(tuple(json.loads(r[1])), r[2])) for r in rows]
+        return [(r[0], tuple(json.loads(r[1])), r[2]) for r in rows]
 
     def put_vectors(self, conn: sqlite3.Connection, vectors: dict[str, np.ndarray]) -> None:
         conn.executemany(
@@ -494,11 +494,6 @@ class Store:
 
     def clear_vectors(self, conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM embeddings")
-
-
-def embedding_input(heading_path: Sequence[str], text: str) -> str:
-    """What a chunk's vector is computed from: its heading path gives the passage its context."""
-    return " › ".join(heading_path) + "\n" + text
 
 
 def _document_row(r: tuple) -> DocumentRow:
