@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,14 +26,23 @@ def paths(core: KbCore) -> set[str]:
     return {d.path for d in core.store.documents()}
 
 
-def test_created_edited_renamed_deleted_files_and_a_renamed_folder_are_indexed_by_the_watcher(
-    kb_root: Path,
-) -> None:
-    core = make_core(kb_root, freshness_interval_s=3600.0)  # no stat scan: only the watcher can notice
+@contextmanager
+def watching(core: KbCore) -> Iterator[KbCore]:
+    """``core`` indexed, with its watcher running; closed afterwards."""
     core.index()
     core.start_watching()
     try:
         assert wait_for(lambda: core.watcher_state == "running")
+        yield core
+    finally:
+        core.close()
+
+
+def test_created_edited_renamed_deleted_files_and_a_renamed_folder_are_indexed_by_the_watcher(
+    kb_root: Path,
+) -> None:
+    # No stat scan: only the watcher can notice.
+    with watching(make_core(kb_root, freshness_interval_s=3600.0)) as core:
         assert core.status().watcher == "running"
         note = kb_root / "notes" / "watched.md"
         note.write_text("# Watched\n\nfirst version\n", encoding="utf-8")
@@ -50,17 +60,11 @@ def test_created_edited_renamed_deleted_files_and_a_renamed_folder_are_indexed_b
                 and not any(p.startswith("runbooks/") for p in paths(core))
             )
         )
-    finally:
-        core.close()
     assert core.watcher_state == "off"
 
 
 def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> None:
-    core = make_core(kb_root, freshness_interval_s=3600.0)
-    core.index()
-    core.start_watching()
-    try:
-        assert wait_for(lambda: core.watcher_state == "running")
+    with watching(make_core(kb_root, freshness_interval_s=3600.0)) as core:
         assert "notes/障害対応.md" in paths(core) and "drafts/secret-plan.md" not in paths(core)
         (kb_root / ".kb-mcpignore").write_text("notes/\n", encoding="utf-8")
         assert wait_for(
@@ -69,8 +73,6 @@ def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> Non
                 and not any(p.startswith("notes/") for p in paths(core))
             )
         )
-    finally:
-        core.close()
 
 
 def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: Path, tmp_path: Path) -> None:
@@ -78,11 +80,7 @@ def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: P
     config.parent.mkdir()
     config.write_text("exclude_dirs = []\n", encoding="utf-8")
     source = SettingsSource(config, root=kb_root, semantic=False)
-    core = KbCore(replace(source.load(), freshness_interval_s=3600.0), source=source)
-    core.index()
-    core.start_watching()
-    try:
-        assert wait_for(lambda: core.watcher_state == "running")
+    with watching(KbCore(replace(source.load(), freshness_interval_s=3600.0), source=source)) as core:
         assert "runbooks/deploy.md" in paths(core)
         config.write_text('exclude_dirs = ["runbooks"]\n[limits]\nmax_limit = 20\n', encoding="utf-8")
         assert wait_for(lambda: not any(p.startswith("runbooks/") for p in paths(core)))
@@ -96,8 +94,6 @@ def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: P
         config.write_text('exclude_dirs = []\n[embed]\nprovider = "e5"\n', encoding="utf-8")
         assert wait_for(lambda: "runbooks/deploy.md" in paths(core))
         assert any("embed" in n and "restarted" in n for n in core.status().notes)
-    finally:
-        core.close()
 
 
 def test_the_config_file_is_also_re_read_by_the_stat_scan_before_a_call(
@@ -120,18 +116,12 @@ def test_the_config_file_is_also_re_read_by_the_stat_scan_before_a_call(
 
 
 def test_a_burst_of_a_thousand_files_is_a_handful_of_passes_not_a_thousand(kb_root: Path) -> None:
-    core = make_core(kb_root, freshness_interval_s=3600.0)
-    core.index()
     passes: list[int] = []
-    core.on_index_change(lambda report: passes.append(len(report.added)))
-    core.start_watching()
-    try:
-        assert wait_for(lambda: core.watcher_state == "running")
+    with watching(make_core(kb_root, freshness_interval_s=3600.0)) as core:
+        core.on_index_change(lambda report: passes.append(len(report.added)))
         burst = kb_root / "checkout"
         burst.mkdir()
         for i in range(1000):
             (burst / f"f{i:04}.md").write_text(f"# File {i}\n\nbody {i}\n", encoding="utf-8")
         assert wait_for(lambda: sum(passes) == 1000, seconds=60)
         assert len(passes) <= 3, passes
-    finally:
-        core.close()
