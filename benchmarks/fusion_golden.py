@@ -25,7 +25,7 @@ VARIANTS: list[tuple[str, dict[str, object]]] = [
     ],
     *[
         (f"adaptive {hi}→{lo}", {"fusion": "blend", "dense_weight": hi, "dense_weight_matched": lo})
-        for hi, lo in ((0.7, 0.2), (0.8, 0.2), (0.8, 0.3), (0.9, 0.2), (0.7, 0.4), (0.6, 0.3))
+        for hi, lo in ((0.7, 0.2), (0.8, 0.2), (0.8, 0.3), (0.85, 0.2), (0.9, 0.2), (0.7, 0.4))
     ],
     ("rrf k=60", {"fusion": "rrf"}),
 ]

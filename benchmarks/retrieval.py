@@ -3,7 +3,7 @@
     python benchmarks/retrieval.py                 # both collections, default fusion
     python benchmarks/retrieval.py scifact --fusion rrf
     python benchmarks/retrieval.py jsquad-ir --queries 1000
-    python benchmarks/retrieval.py scifact --embedder e5     # the optional multilingual-e5-small
+    python benchmarks/retrieval.py scifact --embedder e5 --threads 2 --reuse-index   # multilingual-e5-small
 
 Every cost is printed next to a baseline measured in the same run, because
 these machines are shared and noisy: indexing throughput next to the raw
@@ -42,16 +42,17 @@ def metrics(ranked: list[str], rel: dict[str, int]) -> dict[str, float]:
 
 def bench(
     name: str, fusion: str, dense_weight: float, matched_weight: float, max_queries: int | None,
-    variants: list[str], embedder: str,
+    variants: list[str], embedder: str, threads: int, reuse_index: bool,
 ) -> None:  # fmt: skip
     collection = load(name, SPLITS[name])
     root = write_markdown(collection)
     index_dir = WORK / name / ("index-hybrid" if embedder == "use" else f"index-hybrid-{embedder}")
-    shutil.rmtree(index_dir, ignore_errors=True)
+    if not reuse_index:
+        shutil.rmtree(index_dir, ignore_errors=True)
     limits = Limits(default_limit=100, max_limit=100, max_hits_per_document=1, default_snippet_chars=120)
     settings = Settings(
         root=root, index_dir=index_dir, limits=limits, freshness_interval_s=1e9, fusion=fusion,
-        dense_weight=dense_weight, dense_weight_matched=matched_weight, embed=EmbedderSpec(provider=embedder),
+        dense_weight=dense_weight, dense_weight_matched=matched_weight, embed=EmbedderSpec(provider=embedder, threads=threads),
     )  # fmt: skip
     core = KbCore(settings)
     t0 = time.perf_counter()
@@ -169,6 +170,14 @@ def main() -> None:
         default=Settings.__dataclass_fields__["dense_weight_matched"].default,
     )
     parser.add_argument("--embedder", default="use", choices=["use", "e5"], help="Embedding provider.")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="Embedder threads (the server's default is 1)."
+    )
+    parser.add_argument(
+        "--reuse-index", action="store_true",
+        help="Keep an existing index, resuming an interrupted embedding pass (for slow embedders); the "
+        "indexing throughput is then that of the resumed part only.",
+    )  # fmt: skip
     parser.add_argument("--queries", type=int, default=None, help="Use only the first N queries.")
     parser.add_argument(
         "--compare",
@@ -182,7 +191,8 @@ def main() -> None:
     for name in args.collections or list(SPLITS):
         variants = [v for v in args.compare.split(",") if v]
         bench(
-            name, args.fusion, args.dense_weight, args.dense_weight_matched, args.queries, variants, args.embedder
+            name, args.fusion, args.dense_weight, args.dense_weight_matched, args.queries, variants,
+            args.embedder, args.threads, args.reuse_index,
         )  # fmt: skip
 
 

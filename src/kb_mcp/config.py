@@ -86,9 +86,9 @@ class Settings:
     """``False`` runs lexical-only and never loads a model."""
     fusion: str = "blend"
     """``"blend"`` (weighted normalised scores) or ``"rrf"`` (reciprocal rank fusion)."""
-    dense_weight: float = 0.8
+    dense_weight: float = 0.85
     """The dense leg's share of a blended score when no lexical candidate covers the query."""
-    dense_weight_matched: float = 0.3
+    dense_weight_matched: float = 0.2
     """Its share when one covers all of the query's terms; between the two it moves linearly."""
     rrf_k: int = 60
     freshness_interval_s: float = 1.0
