@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
@@ -14,7 +15,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.wire.serving import get, request, serving
+from tests.conftest import installed_script
+from tests.wire.serving import free_port, get, request, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -193,3 +195,20 @@ async def test_two_clients_search_while_a_500_file_batch_is_indexed(kb_root: Pat
             assert seen_indexing, "the searches never overlapped the indexing pass"
             assert answered > 4
             assert await _has(b, "marker499", "batch/note-499.md")
+
+
+def test_a_non_loopback_address_needs_allow_remote_and_then_warns(kb_root: Path) -> None:
+    base = [installed_script(), "serve", "--kb", str(kb_root), "--lexical-only", "--no-watch", "--http"]
+    refused = subprocess.run([*base, "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--allow-remote" in refused.stderr
+    port = free_port()
+    with subprocess.Popen(
+        [*base, "--host", "0.0.0.0", "--port", str(port), "--allow-remote"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    ) as proc:  # fmt: skip
+        try:
+            assert proc.stderr is not None
+            assert "reachable from other machines" in proc.stderr.readline()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
