@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from kb_mcp.config import SettingsSource
 from kb_mcp.core import KbCore
@@ -125,3 +130,46 @@ def test_a_burst_of_a_thousand_files_is_a_handful_of_passes_not_a_thousand(kb_ro
             (burst / f"f{i:04}.md").write_text(f"# File {i}\n\nbody {i}\n", encoding="utf-8")
         assert wait_for(lambda: sum(passes) == 1000, seconds=60)
         assert len(passes) <= 3, passes
+
+
+FALLBACK = """
+import sys, time
+from pathlib import Path
+from kb_mcp.config import Settings
+from kb_mcp.core import KbCore
+root = Path(sys.argv[1])
+core = KbCore(Settings(root=root, semantic=False, freshness_interval_s=0.0))
+core.index()
+core.start_watching()
+deadline = time.monotonic() + 10
+while core.watcher_state in ("starting", "running") and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(core.status().watcher)
+(root / "notes" / "late.md").write_text("# Late\\n\\nA note about quokkas.\\n", encoding="utf-8")
+print(any(h.path == "notes/late.md" for h in core.search("quokkas").hits))
+core.close()
+"""
+
+
+def test_when_the_watcher_cannot_run_the_status_says_so_and_the_stat_scan_keeps_up(kb_root: Path) -> None:
+    """A real failure, not a simulated one: inotify instances set to 0 in a user namespace of its own."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("util-linux `unshare` is not installed")
+    probe = subprocess.run(
+        [unshare, "-U", "-r", "sh", "-c", "echo 0 > /proc/sys/user/max_inotify_instances"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(f"cannot limit inotify in a user namespace here: {probe.stderr.strip()}")
+    done = subprocess.run(
+        [unshare, "-U", "-r", "sh", "-c",
+         'echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" -c "$1" "$2"',
+         sys.executable, FALLBACK, str(kb_root)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    watcher, found = done.stdout.strip().splitlines()
+    assert watcher.startswith("unavailable:") and "stat scan" in watcher
+    assert "fs.inotify.max_user_instances" in watcher  # says what to raise
+    assert found == "True"

@@ -84,10 +84,19 @@ class Watcher:
                 except Exception:
                     log.exception("indexing after a filesystem change failed")
         except Exception as exc:  # inotify limit, unsupported filesystem, …
-            self.state = f"unavailable: {exc}; changes are picked up by the stat scan before each call"
+            self.state = f"unavailable: {exc}{_hint(str(exc))}; changes are picked up by the stat scan before each call"
             log.warning("file watcher stopped: %s", exc)
             return
         if not self._stop.is_set():
             self.state = (
                 "unavailable: the watcher ended; changes are picked up by the stat scan before each call"
             )
+
+
+def _hint(error: str) -> str:
+    """What to raise when Linux's inotify limits stop the watcher (the error alone names neither)."""
+    if "os error 24" in error or "Too many open files" in error:
+        return " (the inotify instance limit: raise the sysctl fs.inotify.max_user_instances)"
+    if "os error 28" in error or "No space left on device" in error:
+        return " (the inotify watch limit, one per folder: raise the sysctl fs.inotify.max_user_watches)"
+    return ""
