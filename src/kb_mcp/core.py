@@ -461,7 +461,7 @@ class KbCore:
             return None
         return DenseLeg(
             self._dense, self.embedder.embed_query, self.settings.fusion, self.settings.dense_weight,
-            self.settings.rrf_k, self.settings.dense_weight_matched,
+            self.settings.rrf_k, self.settings.dense_weight_matched, self.settings.embed.floor,
         )  # fmt: skip
 
     def search(

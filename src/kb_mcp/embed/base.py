@@ -40,6 +40,12 @@ E5_MODELS: tuple[str, ...] = ("original",)
 # and only grows the transient memory of one call (and, for HTTP, the request).
 MAX_BATCH_SIZE = 4096
 
+#: Median cosine between a golden-set query and every chunk of the example knowledge base, per
+#: provider (``use`` 0.09, ``e5`` 0.80); see docs/decisions/0007-dense-similarity-on-one-scale.md.
+#: The default model's is kept at 0 so its scores, which every threshold was tuned on, stay as
+#: they were. An HTTP model is unknown: set ``[embed] similarity_floor`` for it.
+SIMILARITY_FLOORS = {"use": 0.0, "e5": 0.78, "http": 0.0}
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -98,6 +104,12 @@ class EmbedderSpec:
     unset means the provider's default: one thread, which measured several
     times faster than two once the cores are shared with other work.
     ``timeout_s`` bounds each HTTP request and is ignored by local providers.
+
+    ``similarity_floor`` is the cosine that unrelated texts typically reach with
+    this model. Fusion and the low-confidence check read similarities on one
+    scale, ``(cosine - floor) / (1 - floor)``, because models differ wildly here:
+    unrelated pairs sit near 0.1 with the default model and near 0.8 with e5.
+    ``None`` takes the provider's measured default (:data:`SIMILARITY_FLOORS`).
     """
 
     provider: str = "use"
@@ -107,6 +119,7 @@ class EmbedderSpec:
     batch_size: int = 32
     threads: int | None = None
     timeout_s: float = 30.0
+    similarity_floor: float | None = None
 
     def __post_init__(self) -> None:
         provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider
@@ -146,11 +159,23 @@ class EmbedderSpec:
                 f"embedding timeout_s must be a positive number of seconds, got {self.timeout_s!r}"
             )
         object.__setattr__(self, "timeout_s", float(self.timeout_s))
+        floor = self.similarity_floor
+        if floor is not None:
+            if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0.0 <= floor < 1.0:
+                raise ConfigError(f"embedding similarity_floor must be a number in [0, 1), got {floor!r}")
+            object.__setattr__(self, "similarity_floor", float(floor))
 
         if self.provider == "http":
             self._check_http()
         else:
             self._check_local()
+
+    @property
+    def floor(self) -> float:
+        """The similarity floor in effect: the configured one, else the provider's."""
+        if self.similarity_floor is not None:
+            return self.similarity_floor
+        return SIMILARITY_FLOORS.get(self.provider, 0.0)
 
     def _check_local(self) -> None:
         for name in ("url", "api_key_env"):

@@ -59,6 +59,8 @@ class DenseLeg:
     rrf_k: int = 60
     matched_weight: float | None = None
     """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``)."""
+    similarity_floor: float = 0.0
+    """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec``)."""
 
 
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
@@ -71,7 +73,9 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     if dense is not None and request.query.strip():
         allowed = store.filtered_rowids(request.path_prefix, request.tags)
         qvec = dense.embed_query(request.query)
-        dense_hits = dense.index.search(qvec, CANDIDATES_PER_LEG, allowed)
+        dense_hits = _on_one_scale(
+            dense.index.search(qvec, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
+        )
         if dense.fusion == "rrf":
             ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
         else:
@@ -113,6 +117,13 @@ def _low_confidence(
     cov = known[top] if top in known else lexical_coverage(store, compiled, [top]).get(top, 0.0)
     best_similarity = dense_hits[0][1] if semantic and dense_hits else None
     return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
+
+
+def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int, float]]:
+    """Cosines rescaled so that the model's typical unrelated similarity is 0 (order unchanged)."""
+    if floor == 0.0:
+        return hits
+    return [(rowid, (sim - floor) / (1.0 - floor)) for rowid, sim in hits]
 
 
 def _snippet(text: str, compiled: CompiledQuery, chars: int) -> Snippet:
