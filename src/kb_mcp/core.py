@@ -288,22 +288,32 @@ class KbCore:
                     self.load_semantic()
             elif embed and self._model_mismatch is not None:
                 raise self._model_mismatch
-            self._indexing = True
             try:
-                indexer = self._indexer(embed=embed and self._semantic != "unavailable")
-                remade = indexer.embed is not None and indexer.vectors_outdated()
-                if remade:
-                    log.warning("the index's vectors were made by an older kb-mcp; re-embedding every chunk")
-                    indexer.reembed()
-                report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
+                with self._running_pass():
+                    indexer = self._indexer(embed=embed and self._semantic != "unavailable")
+                    remade = indexer.embed is not None and indexer.vectors_outdated()
+                    if remade:
+                        log.warning(
+                            "the index's vectors were made by an older kb-mcp; re-embedding every chunk"
+                        )
+                        indexer.reembed()
+                    report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
             finally:
-                self._indexing = False
-                self._progress = None
                 self._last_check = time.monotonic()
             if remade and self._dense is not None:
                 self._dense.reload(self.store)  # same rowids, new vectors: a refresh would keep the old
             self._after_pass(report)
             return report
+
+    @contextmanager
+    def _running_pass(self) -> Iterator[None]:
+        """``indexing`` and ``progress`` in the status are true exactly while a pass runs."""
+        self._indexing = True
+        try:
+            yield
+        finally:
+            self._indexing = False
+            self._progress = None
 
     def _tracking(self, progress: Progress | None) -> Progress:
         """Keep the running pass's progress for ``status`` (the web page's band), and pass it on."""
@@ -355,13 +365,8 @@ class KbCore:
             scanned = indexer.quick_scan()
             if not indexer.needs_pass(scanned):
                 return
-            with self._holding_writer():
-                self._indexing = True
-                try:
-                    report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
-                finally:
-                    self._indexing = False
-                    self._progress = None
+            with self._holding_writer(), self._running_pass():
+                report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
         except IndexLocked:
             return  # another process is indexing these files; its writes show up here through WAL
         except KbError as exc:
