@@ -148,7 +148,9 @@ def _dense_leg(core: KbCore, variant: str) -> DenseLeg:
     method, *weights = variant.split(":")
     unmatched = float(weights[0]) if weights else 0.7
     matched = float(weights[1]) if len(weights) > 1 else unmatched
-    return DenseLeg(core._dense, core.embedder.embed_query, method, unmatched, 60, matched)
+    return DenseLeg(
+        core._dense, core.embedder.embed_query, method, unmatched, 60, matched, core.settings.embed.floor
+    )
 
 
 def _dedupe(ids: list[str]) -> list[str]:
