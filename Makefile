@@ -22,7 +22,7 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/kb-mcp index --kb examples/kb
+	$(BIN)/kbseek index --kb examples/kb
 	$(BIN)/python examples/demo.py
 
 # The browser test needs Chromium (and a Japanese font for its screenshot): installed where this runs
@@ -50,4 +50,4 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff format src tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) examples/kb/.kb-mcp build dist src/*.egg-info conformance/node_modules test-artifacts
+	rm -rf $(VENV) examples/kb/.kbseek build dist src/*.egg-info conformance/node_modules test-artifacts

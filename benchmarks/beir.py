@@ -1,7 +1,7 @@
 """Shared pieces of the retrieval benchmarks: BEIR collections written out as Markdown, and the metrics.
 
 The collections are read from the ``datasets`` folder beside the checkout (or
-``KB_MCP_DATASETS``); they are measurement data and never part of the package.
+``KBSEEK_DATASETS``); they are measurement data and never part of the package.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ WORK = HERE / ".work"
 
 
 def datasets_dir() -> Path:
-    env = os.environ.get("KB_MCP_DATASETS")
+    env = os.environ.get("KBSEEK_DATASETS")
     if env:
         return Path(env)
     return HERE.parent.parent / "shared" / "datasets"
@@ -37,7 +37,7 @@ class Collection:
 def load(name: str, split: str) -> Collection:
     base = datasets_dir() / name
     if not base.is_dir():
-        raise SystemExit(f"dataset {name!r} not found under {datasets_dir()}; set KB_MCP_DATASETS")
+        raise SystemExit(f"dataset {name!r} not found under {datasets_dir()}; set KBSEEK_DATASETS")
     corpus: dict[str, tuple[str, str]] = {}
     with (base / "corpus.jsonl").open(encoding="utf-8") as fh:
         for line in fh:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kb_mcp.config import Settings
-from kb_mcp.core import KbCore
-from kb_mcp.eval import load_golden, run_eval, summarize
+from kbseek.config import Settings
+from kbseek.core import KbCore
+from kbseek.eval import load_golden, run_eval, summarize
 
 HERE = Path(__file__).resolve().parent
 KINDS = ["paraphrase", "japanese", "cross-lingual-ja-en", "cross-lingual-en-ja", "multi-answer", "keyword"]

@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_at, write_markdown
-from kb_mcp.config import Limits, Settings
-from kb_mcp.core import KbCore
-from kb_mcp.search.fts_query import compile_query
+from kbseek.config import Limits, Settings
+from kbseek.core import KbCore
+from kbseek.search.fts_query import compile_query
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 LATENCY_QUERIES = 200

@@ -22,12 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_at, write_markdown
-from kb_mcp.config import Limits, Settings
-from kb_mcp.core import KbCore
-from kb_mcp.embed.base import EmbedderSpec
-from kb_mcp.embed.chunk_vectors import passage_input
-from kb_mcp.search.fts_query import compile_query
-from kb_mcp.search.pipeline import DenseLeg, SearchRequest, run_search
+from kbseek.config import Limits, Settings
+from kbseek.core import KbCore
+from kbseek.embed.base import EmbedderSpec
+from kbseek.embed.chunk_vectors import passage_input
+from kbseek.search.fts_query import compile_query
+from kbseek.search.pipeline import DenseLeg, SearchRequest, run_search
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 LATENCY_QUERIES = 200

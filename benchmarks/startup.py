@@ -3,7 +3,7 @@
     python benchmarks/startup.py [--kb examples/kb] [--runs 5]
 
 The baseline measured in the same run is a bare Python interpreter start, so
-the ratio shows what kb-mcp adds on this machine. The model loads in the
+the ratio shows what kbseek adds on this machine. The model loads in the
 background and must not delay the handshake.
 """
 
@@ -22,10 +22,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def _script() -> str:
-    beside = Path(sys.executable).parent / "kb-mcp"
-    found = str(beside) if beside.exists() else shutil.which("kb-mcp")
+    beside = Path(sys.executable).parent / "kbseek"
+    found = str(beside) if beside.exists() else shutil.which("kbseek")
     if not found:
-        raise SystemExit("kb-mcp is not installed in this environment")
+        raise SystemExit("kbseek is not installed in this environment")
     return found
 
 
@@ -77,7 +77,7 @@ def main() -> None:
     print(f"| measure ({args.runs} runs, median) | seconds |")
     print("|---|---|")
     print(
-        f"| process start → initialize answered (kb-mcp serve, default model) | {statistics.median(init):.3f} |"
+        f"| process start → initialize answered (kbseek serve, default model) | {statistics.median(init):.3f} |"
     )
     print(f"| bare Python interpreter start | {statistics.median(bare):.3f} |")
     print(f"| ratio | {statistics.median(init) / statistics.median(bare):.1f}× |")

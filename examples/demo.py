@@ -1,6 +1,6 @@
-"""Drive the installed ``kb-mcp serve`` over stdio with a real MCP client and print what an agent sees.
+"""Drive the installed ``kbseek serve`` over stdio with a real MCP client and print what an agent sees.
 
-Run by ``make demo`` after ``kb-mcp index --kb examples/kb``.
+Run by ``make demo`` after ``kbseek index --kb examples/kb``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ QUERIES = [
 
 
 def _script() -> str:
-    here = Path(sys.executable).parent / "kb-mcp"
-    found = str(here) if here.exists() else shutil.which("kb-mcp")
+    here = Path(sys.executable).parent / "kbseek"
+    found = str(here) if here.exists() else shutil.which("kbseek")
     if not found:
-        sys.exit("kb-mcp is not installed in this environment: run `make demo`")
+        sys.exit("kbseek is not installed in this environment: run `make demo`")
     return found
 
 

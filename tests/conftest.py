@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kb_mcp.config import Settings
-from kb_mcp.core import KbCore
+from kbseek.config import Settings
+from kbseek.core import KbCore
 
 NOTES: dict[str, str] = {
     "runbooks/deploy.md": """---
@@ -69,9 +69,9 @@ tags: [oncall]
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test sees the user's KB_MCP_* settings or writes into the real cache dir."""
+    """No test sees the user's KBSEEK_* settings or writes into the real cache dir."""
     for key in list(os.environ):
-        if key.startswith("KB_MCP_"):
+        if key.startswith("KBSEEK_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
@@ -88,7 +88,7 @@ def kb_root(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
     root.mkdir()
     write_notes(root, NOTES)
-    (root / ".kb-mcpignore").write_text("drafts/\n", encoding="utf-8")
+    (root / ".kbseekignore").write_text("drafts/\n", encoding="utf-8")
     return root
 
 
@@ -107,11 +107,11 @@ def core(kb_root: Path) -> Iterator[KbCore]:
 
 
 def installed_script() -> str:
-    """The installed ``kb-mcp`` console script: the wire tests drive what a host would launch."""
-    beside = Path(sys.executable).parent / "kb-mcp"
-    found = str(beside) if beside.exists() else shutil.which("kb-mcp")
+    """The installed ``kbseek`` console script: the wire tests drive what a host would launch."""
+    beside = Path(sys.executable).parent / "kbseek"
+    found = str(beside) if beside.exists() else shutil.which("kbseek")
     if not found:
-        pytest.fail("the kb-mcp console script is not installed; run `pip install -e .`")
+        pytest.fail("the kbseek console script is not installed; run `pip install -e .`")
     return found
 
 

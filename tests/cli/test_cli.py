@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kb_mcp.cli import cli
+from kbseek.cli import cli
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_index_prints_a_summary_with_counts(runner: CliRunner, kb_root: Path) ->
     code, out, _ = run(runner, "index", "--kb", str(kb_root), "--lexical-only")
     assert code == 0
     assert "indexed 4 documents" in out and "added 4" in out
-    assert "skipped drafts/: .kb-mcpignore" in out
+    assert "skipped drafts/: .kbseekignore" in out
     code, out, _ = run(runner, "index", "--kb", str(kb_root), "--lexical-only")
     assert "unchanged 4" in out and "added 0" in out
 
@@ -53,7 +53,7 @@ def test_a_refused_read_is_an_error_message_and_exit_1(runner: CliRunner, kb_roo
 
 
 def test_a_config_file_names_the_knowledge_base(runner: CliRunner, kb_root: Path, tmp_path: Path) -> None:
-    cfg = tmp_path / "kb-mcp.toml"
+    cfg = tmp_path / "kbseek.toml"
     cfg.write_text(f'kb = "{kb_root}"\nsemantic = false\n[limits]\ndefault_limit = 2\n', encoding="utf-8")
     code, out, _ = run(runner, "index", "--config", str(cfg))
     assert code == 0 and "indexed 4 documents" in out
@@ -62,7 +62,7 @@ def test_a_config_file_names_the_knowledge_base(runner: CliRunner, kb_root: Path
 def test_an_unknown_config_key_is_an_error_naming_the_key(
     runner: CliRunner, kb_root: Path, tmp_path: Path
 ) -> None:
-    cfg = tmp_path / "kb-mcp.toml"
+    cfg = tmp_path / "kbseek.toml"
     cfg.write_text(f'kb = "{kb_root}"\n[search]\nfusoin = "rrf"\n', encoding="utf-8")
     code, _, err = run(runner, "status", "--config", str(cfg))
     assert code == 1 and "unknown key 'fusoin' in [search]" in err
@@ -93,11 +93,11 @@ def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
 
     code, out, _ = run(runner, "index", "--kb", str(kb_root))
     assert code == 0 and "embedded" in out
-    db = kb_root / ".kb-mcp" / "index.sqlite"
+    db = kb_root / ".kbseek" / "index.sqlite"
     with sqlite3.connect(db) as conn:  # as if an earlier run had used another embedding model
         conn.execute("UPDATE meta SET value = 'another-model:1' WHERE key = 'embed_model'")
     code, _, err = run(runner, "index", "--kb", str(kb_root))
-    assert code == 1 and "kb-mcp index --reembed" in err
+    assert code == 1 and "kbseek index --reembed" in err
     code, out, _ = run(runner, "index", "--kb", str(kb_root), "--reembed")
     assert code == 0 and "embedded" in out
     with sqlite3.connect(db) as conn:

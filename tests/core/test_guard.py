@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.errors import (
+from kbseek.errors import (
     DocumentNotFound,
     DocumentRefused,
     DocumentTooLarge,
@@ -19,8 +19,8 @@ from kb_mcp.errors import (
     PathOutsideRoot,
     UnsupportedExtension,
 )
-from kb_mcp.guard import load_document, relative_path
-from kb_mcp.ingest.parsers import Registry
+from kbseek.guard import load_document, relative_path
+from kbseek.ingest.parsers import Registry
 
 REGISTRY = Registry()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_mcp.core import KbCore
-from kb_mcp.errors import IndexIncompatible
+from kbseek.core import KbCore
+from kbseek.errors import IndexIncompatible
 from tests.conftest import make_core
 
 
@@ -97,7 +97,7 @@ def test_exclude_dirs_keeps_a_folder_out_of_the_index_only(kb_root: Path) -> Non
 
 
 def test_the_index_folder_is_created_with_a_gitignore(core: KbCore) -> None:
-    assert core.index_dir == core.root / ".kb-mcp"
+    assert core.index_dir == core.root / ".kbseek"
     assert (core.index_dir / ".gitignore").read_text(encoding="utf-8") == "*\n"
 
 
@@ -120,7 +120,7 @@ def test_an_index_from_a_newer_schema_is_refused(kb_root: Path) -> None:
     conn.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
     conn.commit()
     conn.close()
-    with pytest.raises(IndexIncompatible, match="newer kb-mcp"):
+    with pytest.raises(IndexIncompatible, match="newer kbseek"):
         make_core(kb_root)
 
 
@@ -141,7 +141,7 @@ def test_an_index_from_an_older_schema_is_rebuilt(kb_root: Path) -> None:
 def test_a_crash_mid_pass_keeps_finished_documents_and_no_half_written_one(
     kb_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kb_mcp.store.sqlite import Store
+    from kbseek.store.sqlite import Store
 
     c = make_core(kb_root)
     original = Store._insert_chunks

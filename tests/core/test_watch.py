@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_mcp.config import SettingsSource
-from kb_mcp.core import KbCore
+from kbseek.config import SettingsSource
+from kbseek.core import KbCore
 from tests.conftest import make_core
 
 
@@ -71,7 +71,7 @@ def test_created_edited_renamed_deleted_files_and_a_renamed_folder_are_indexed_b
 def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> None:
     with watching(make_core(kb_root, freshness_interval_s=3600.0)) as core:
         assert "notes/障害対応.md" in paths(core) and "drafts/secret-plan.md" not in paths(core)
-        (kb_root / ".kb-mcpignore").write_text("notes/\n", encoding="utf-8")
+        (kb_root / ".kbseekignore").write_text("notes/\n", encoding="utf-8")
         assert wait_for(
             lambda: (
                 "drafts/secret-plan.md" in paths(core)
@@ -81,7 +81,7 @@ def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> Non
 
 
 def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: Path, tmp_path: Path) -> None:
-    config = tmp_path / "elsewhere" / "kb-mcp.toml"  # outside the knowledge base
+    config = tmp_path / "elsewhere" / "kbseek.toml"  # outside the knowledge base
     config.parent.mkdir()
     config.write_text("exclude_dirs = []\n", encoding="utf-8")
     source = SettingsSource(config, root=kb_root, semantic=False)
@@ -105,13 +105,13 @@ def test_the_config_file_is_also_re_read_by_the_stat_scan_before_a_call(
     kb_root: Path, tmp_path: Path
 ) -> None:
     """Without a watcher (or when an editor's rename-on-save escapes it), the next call applies it."""
-    config = tmp_path / "kb-mcp.toml"
+    config = tmp_path / "kbseek.toml"
     config.write_text("exclude_dirs = []\n", encoding="utf-8")
     source = SettingsSource(config, root=kb_root, semantic=False)
     core = KbCore(replace(source.load(), freshness_interval_s=0.0), source=source)
     try:
         core.index()
-        replacement = tmp_path / "kb-mcp.toml.new"
+        replacement = tmp_path / "kbseek.toml.new"
         replacement.write_text('exclude_dirs = ["runbooks"]\n', encoding="utf-8")
         replacement.replace(config)
         assert not any(h.path.startswith("runbooks/") for h in core.search("load balancer").hits)
@@ -135,8 +135,8 @@ def test_a_burst_of_a_thousand_files_is_a_handful_of_passes_not_a_thousand(kb_ro
 FALLBACK = """
 import sys, time
 from pathlib import Path
-from kb_mcp.config import Settings
-from kb_mcp.core import KbCore
+from kbseek.config import Settings
+from kbseek.core import KbCore
 root = Path(sys.argv[1])
 core = KbCore(Settings(root=root, semantic=False, freshness_interval_s=0.0))
 core.index()

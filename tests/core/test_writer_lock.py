@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kb_mcp.core import KbCore
-from kb_mcp.errors import IndexLocked
+from kbseek.core import KbCore
+from kbseek.errors import IndexLocked
 from tests.conftest import installed_script, make_core, write_notes
 
 HOLDER = """
 import sys
 from pathlib import Path
-from kb_mcp.store.lock import WriterLock
+from kbseek.store.lock import WriterLock
 with WriterLock(Path(sys.argv[1])).hold():
     print("held", flush=True)
     sys.stdin.read()
@@ -44,7 +44,7 @@ def test_a_second_writer_is_refused_with_a_message_naming_the_holder(
         core.index()
     message = str(err.value)
     assert f"pid {held_by_other_process.pid}" in message
-    assert "being updated by another kb-mcp process" in message and "wait for it to finish" in message
+    assert "being updated by another kbseek process" in message and "wait for it to finish" in message
 
 
 def test_the_cli_says_who_holds_the_index_and_exits_1(
@@ -91,7 +91,7 @@ def test_two_index_processes_racing_leave_a_sound_complete_index(tmp_path: Path)
                 stream.close()
     assert any(code == 0 for code, _ in results), results
     for code, err in results:
-        assert code == 0 or (code == 1 and "being updated by another kb-mcp process" in err), err
+        assert code == 0 or (code == 1 and "being updated by another kbseek process" in err), err
     check = make_core(root)
     try:
         assert check.store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

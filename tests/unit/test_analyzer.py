@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.text.analyzer import Token, index_text, normalize, terms, tokens
+from kbseek.text.analyzer import Token, index_text, normalize, terms, tokens
 
 # Characters that exercise every path: ASCII, Japanese, full/half width, ligatures,
 # combining marks, ignorables, FTS5 separator letters, emoji, controls, whitespace.
@@ -59,7 +59,7 @@ def test_short_words_and_words_ending_in_s_sounds_are_left_alone() -> None:
 def test_identifiers_split_on_non_alphanumerics() -> None:
     assert terms("max_chars") == ["max", "char"]
     assert terms("ERR-4012") == ["err", "4012"]
-    assert terms("kb_mcp.text:analyzer") == ["kb", "mcp", "text", "analyzer"]
+    assert terms("my_pkg.text:analyzer") == ["my", "pkg", "text", "analyzer"]
 
 
 def test_full_width_letters_and_digits_equal_ascii() -> None:

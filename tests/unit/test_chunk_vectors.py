@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kb_mcp.embed import EmbedderSpec, make_embedder
-from kb_mcp.embed.chunk_vectors import SECTION_SHARE, embed_chunks, passage_input, section_input
-from kb_mcp.embed.use import UseEmbedder
+from kbseek.embed import EmbedderSpec, make_embedder
+from kbseek.embed.chunk_vectors import SECTION_SHARE, embed_chunks, passage_input, section_input
+from kbseek.embed.use import UseEmbedder
 
 pytestmark = pytest.mark.slow
 

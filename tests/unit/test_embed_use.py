@@ -8,8 +8,8 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from kb_mcp.embed import EmbedderSpec, make_embedder
-from kb_mcp.embed.use import DIM, MAX_CHARS, UseEmbedder
+from kbseek.embed import EmbedderSpec, make_embedder
+from kbseek.embed.use import DIM, MAX_CHARS, UseEmbedder
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.search.fts_query import CompiledQuery, compile_query
-from kb_mcp.text.analyzer import index_text
+from kbseek.search.fts_query import CompiledQuery, compile_query
+from kbseek.text.analyzer import index_text
 
 _SYNTAX = "-:\"()*^+ ANDORNOTNEAR{},.'\\ ab猫"
 queries = (

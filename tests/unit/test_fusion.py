@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kb_mcp.search import fusion
-from kb_mcp.search.dense import DenseIndex
+from kbseek.search import fusion
+from kbseek.search.dense import DenseIndex
 
 LEX = [(1, 9.0), (2, 3.0), (3, 1.0)]
 DENSE = [(3, 0.8), (4, 0.6), (1, 0.1)]
@@ -74,8 +74,8 @@ def test_dense_search_is_exact_and_respects_the_allowed_set() -> None:
 
 
 def test_the_dense_snapshot_refreshes_incrementally_from_the_store(tmp_path) -> None:
-    from kb_mcp.config import Settings
-    from kb_mcp.core import KbCore
+    from kbseek.config import Settings
+    from kbseek.core import KbCore
 
     root = tmp_path / "kb"
     root.mkdir()
@@ -96,8 +96,8 @@ def test_the_dense_snapshot_refreshes_incrementally_from_the_store(tmp_path) -> 
 
 
 def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path) -> None:
-    from kb_mcp.config import Settings
-    from kb_mcp.core import KbCore
+    from kbseek.config import Settings
+    from kbseek.core import KbCore
 
     root = tmp_path / "kb"
     root.mkdir()
@@ -114,10 +114,10 @@ def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path
 
 
 def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> None:
-    from kb_mcp.config import Settings
-    from kb_mcp.core import KbCore
-    from kb_mcp.search.fts_query import compile_query
-    from kb_mcp.search.lexical import lexical_coverage
+    from kbseek.config import Settings
+    from kbseek.core import KbCore
+    from kbseek.search.fts_query import compile_query
+    from kbseek.search.lexical import lexical_coverage
 
     root = tmp_path / "kb"
     root.mkdir()
@@ -134,7 +134,7 @@ def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> Non
 
 
 def test_dense_similarities_are_put_on_one_scale_from_the_models_floor() -> None:
-    from kb_mcp.search.pipeline import _on_one_scale
+    from kbseek.search.pipeline import _on_one_scale
 
     hits = [(1, 0.9), (2, 0.8), (3, 0.78)]
     assert _on_one_scale(hits, 0.0) == hits

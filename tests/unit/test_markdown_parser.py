@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.ingest.chunker import ChunkOptions
-from kb_mcp.ingest.parsers import Registry
-from kb_mcp.ingest.parsers.markdown import MarkdownParser
-from kb_mcp.models import Chunk, ParsedDocument
+from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.parsers import Registry
+from kbseek.ingest.parsers.markdown import MarkdownParser
+from kbseek.models import Chunk, ParsedDocument
 
 PARSER = MarkdownParser()
 ROOMY = ChunkOptions(target_chars=1000, max_chars=1600, overlap_chars=150, min_chars=0)

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_mcp.config import Limits, Settings
-from kb_mcp.core import KbCore
-from kb_mcp.ingest.chunker import ChunkOptions
-from kb_mcp.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED, Registry
-from kb_mcp.ingest.parsers import pdf as pdf_module
-from kb_mcp.ingest.parsers.pdf import PAGE_SEPARATOR, PdfParser
+from kbseek.config import Limits, Settings
+from kbseek.core import KbCore
+from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED, Registry
+from kbseek.ingest.parsers import pdf as pdf_module
+from kbseek.ingest.parsers.pdf import PAGE_SEPARATOR, PdfParser
 
-pypdf = pytest.importorskip("pypdf", reason="PDF support is the optional extra kb-mcp[pdf]")
+pypdf = pytest.importorskip("pypdf", reason="PDF support is the optional extra kbseek[pdf]")
 
 SMALL = ChunkOptions(target_chars=60, max_chars=120, overlap_chars=10, min_chars=5)
 
@@ -232,17 +232,17 @@ def test_bytes_that_are_not_a_whole_pdf_are_refused(raw: bytes) -> None:
 def test_the_page_cap_ends_the_text_with_a_note_that_parse_reports() -> None:
     parser = PdfParser(max_pages=2)
     text = parser.decode(make_pdf(PAGES))
-    assert text.endswith("\f[truncated: kb-mcp extracts at most 2 pages; the text ends after page 2 of 3]\n")
+    assert text.endswith("\f[truncated: kbseek extracts at most 2 pages; the text ends after page 2 of 3]\n")
     doc = parser.parse("capped.pdf", text, SMALL)
     assert [c.heading_path[-1] for c in doc.chunks] == ["p.1", "p.2"]
-    assert doc.warnings == ("truncated: kb-mcp extracts at most 2 pages; the text ends after page 2 of 3",)
+    assert doc.warnings == ("truncated: kbseek extracts at most 2 pages; the text ends after page 2 of 3",)
 
 
 def test_the_character_cap_stops_mid_page_and_says_on_which() -> None:
     text = PdfParser(max_chars=40).decode(make_pdf(PAGES))
     first, note = text.split(PAGE_SEPARATOR)
     assert first == "[p.1]\n\nQuarterly capacity review\nThe cluster ne\n"
-    assert note == "[truncated: kb-mcp extracts at most 40 characters; the text stops on page 1 of 3]\n"
+    assert note == "[truncated: kbseek extracts at most 40 characters; the text stops on page 1 of 3]\n"
 
 
 class _StallingParser(PdfParser):
@@ -277,7 +277,7 @@ def test_the_real_child_is_killed_when_the_limit_is_shorter_than_its_start() -> 
 
 def test_without_pypdf_decode_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pdf_module, "pypdf_available", lambda: False)
-    with pytest.raises(ValueError, match=r"pip install 'kb-mcp\[pdf\]'"):
+    with pytest.raises(ValueError, match=r"pip install 'kbseek\[pdf\]'"):
         PdfParser().decode(make_pdf(PAGES))
 
 

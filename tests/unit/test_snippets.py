@@ -7,8 +7,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.text.analyzer import terms
-from kb_mcp.text.snippets import ELLIPSIS, Snippet, make_snippet
+from kbseek.text.analyzer import terms
+from kbseek.text.snippets import ELLIPSIS, Snippet, make_snippet
 
 FILLER_EN = "The quick brown fox jumps over the lazy dog near the riverbank. "
 NEEDLE_EN = "The soup tastes of ginger and lemongrass with a hint of chili. "

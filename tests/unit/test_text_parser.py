@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_mcp.ingest.chunker import ChunkOptions
-from kb_mcp.ingest.parsers import Registry
-from kb_mcp.ingest.parsers.text import TextParser, decode_utf8, title_from_path
+from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.parsers import Registry
+from kbseek.ingest.parsers.text import TextParser, decode_utf8, title_from_path
 
 PARSER = TextParser()
 SMALL = ChunkOptions(target_chars=60, max_chars=90, overlap_chars=20, min_chars=0)

@@ -1,4 +1,4 @@
-"""The installed ``kb-mcp serve --http`` as a subprocess, for the tests that speak HTTP to it."""
+"""The installed ``kbseek serve --http`` as a subprocess, for the tests that speak HTTP to it."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def serving(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> It
                         break
                 except OSError:
                     if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("kb-mcp serve --http did not come up") from None
+                        raise RuntimeError("kbseek serve --http did not come up") from None
                     time.sleep(0.05)
             yield port
         finally:

@@ -1,4 +1,4 @@
-"""The official MCP conformance suite against ``kb-mcp serve --http``.
+"""The official MCP conformance suite against ``kbseek serve --http``.
 
 The suite is pinned in ``conformance/package.json`` and installed by
 ``make test``. It fails the run on any scenario that fails unexpectedly, and on

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from kb_mcp.config import Settings
-from kb_mcp.core import KbCore
-from kb_mcp.eval import load_golden, run_eval, summarize
+from kbseek.config import Settings
+from kbseek.core import KbCore
+from kbseek.eval import load_golden, run_eval, summarize
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-# Measured with `kb-mcp eval --kb examples/kb --golden examples/golden.yml` (default settings),
+# Measured with `kbseek eval --kb examples/kb --golden examples/golden.yml` (default settings),
 # rounded down a little so that harmless ranking noise does not fail the build.
 FLOORS = {
     ("overall", "ndcg@10"): 0.83,  # measured 0.849
@@ -36,7 +36,7 @@ FLOORS = {
 
 def test_the_example_golden_set_stays_above_its_floors(tmp_path: Path) -> None:
     root = tmp_path / "kb"
-    shutil.copytree(EXAMPLES / "kb", root, ignore=shutil.ignore_patterns(".kb-mcp"))
+    shutil.copytree(EXAMPLES / "kb", root, ignore=shutil.ignore_patterns(".kbseek"))
     core = KbCore(Settings(root=root))
     core.load_semantic()
     core.index()

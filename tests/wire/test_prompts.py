@@ -13,9 +13,9 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS
 
-from kb_mcp.core import KbCore
-from kb_mcp.server.mcp import build_server
-from kb_mcp.server.prompts import MAX_RECENT
+from kbseek.core import KbCore
+from kbseek.server.mcp import build_server
+from kbseek.server.prompts import MAX_RECENT
 from tests.conftest import make_core
 
 pytestmark = pytest.mark.anyio

@@ -10,10 +10,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from kb_mcp.config import Limits
-from kb_mcp.core import KbCore
-from kb_mcp.server.mcp import build_server
-from kb_mcp.uris import document_uri, parse_uri
+from kbseek.config import Limits
+from kbseek.core import KbCore
+from kbseek.server.mcp import build_server
+from kbseek.uris import document_uri, parse_uri
 from tests.conftest import make_core
 
 pytestmark = pytest.mark.anyio
@@ -104,7 +104,7 @@ async def test_an_ignored_document_is_not_a_resource_and_still_readable_by_get_d
         ("kb://doc/notes\\plain.txt", "backslash"),
         ("kb://doc/notes/plain.txt%00.md", "NUL"),
         ("kb://doc/bad%zzescape.md", "malformed percent-escape"),
-        ("file:///etc/passwd", "not a kb-mcp resource"),
+        ("file:///etc/passwd", "not a kbseek resource"),
         ("kb://doc/runbooks/", "names a folder"),
         ("kb://topic/nope/", "no topic"),
     ],

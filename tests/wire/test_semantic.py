@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from kb_mcp.config import Settings
-from kb_mcp.core import KbCore
-from kb_mcp.embed import EmbedderSpec, make_embedder
-from kb_mcp.embed.base import Embedder
-from kb_mcp.embed.chunk_vectors import VECTOR_SCHEME
-from kb_mcp.errors import IndexIncompatible
-from kb_mcp.server.mcp import build_server
+from kbseek.config import Settings
+from kbseek.core import KbCore
+from kbseek.embed import EmbedderSpec, make_embedder
+from kbseek.embed.base import Embedder
+from kbseek.embed.chunk_vectors import VECTOR_SCHEME
+from kbseek.errors import IndexIncompatible
+from kbseek.server.mcp import build_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ def embedder() -> Embedder:
 @pytest.fixture
 def example_root(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
-    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kb-mcp"))
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kbseek"))
     return root
 
 
@@ -131,7 +131,7 @@ async def test_an_index_built_with_another_model_is_refused_with_the_reembed_hin
         other.load_semantic()
         data = await search(other, "rollback")
         assert data["legs"]["semantic"] == "unavailable"
-        assert any("kb-mcp index --reembed" in n for n in data["notes"])
+        assert any("kbseek index --reembed" in n for n in data["notes"])
         with pytest.raises(IndexIncompatible, match="--reembed"):
             other.index()
         other.index(reembed=True)
@@ -152,7 +152,7 @@ def test_editing_one_section_re_embeds_exactly_one_chunk(hybrid: KbCore) -> None
     assert report.chunks_embedded == 1
 
 
-async def test_vectors_from_an_older_kb_mcp_of_the_same_model_are_re_made_not_refused(hybrid: KbCore) -> None:
+async def test_vectors_from_an_older_kbseek_of_the_same_model_are_re_made_not_refused(hybrid: KbCore) -> None:
     """An index written before chunk vectors leaned on section headings records no vector scheme."""
     with hybrid.store.transaction() as conn:
         conn.execute("DELETE FROM meta WHERE key = 'embed_scheme'")

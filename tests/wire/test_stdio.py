@@ -55,7 +55,7 @@ def _converse(proc: subprocess.Popen[bytes]) -> None:
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "smoke", "version": "1"}}})  # fmt: skip
     init = _receive(proc, 1)
-    assert init["result"]["serverInfo"]["name"] == "kb-mcp"
+    assert init["result"]["serverInfo"]["name"] == "kbseek"
     _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     names = {t["name"] for t in _receive(proc, 2)["result"]["tools"]}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from kb_mcp.core import KbCore
-from kb_mcp.server.mcp import build_server
+from kbseek.core import KbCore
+from kbseek.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -221,7 +221,7 @@ async def test_get_document_pages_a_long_document_and_reports_truncation(core: K
 
 
 async def test_document_in_excluded_dir_is_still_readable(core: KbCore) -> None:
-    """D1: .kb-mcpignore keeps drafts/ out of the index, never out of reads."""
+    """D1: .kbseekignore keeps drafts/ out of the index, never out of reads."""
     search, _, _ = await call(core, "search", {"query": "bluebird codename"})
     assert search["hits"] == []
     data, _, is_error = await call(core, "get_document", {"path": "drafts/secret-plan.md"})
@@ -259,5 +259,5 @@ async def test_index_status_reports_counts_location_and_skips(core: KbCore) -> N
     data, text, _ = await call(core, "index_status", {})
     assert data["documents"] == 4 and data["chunks"] >= 4 and data["indexing"] is False
     assert data["index_path"].endswith("index.sqlite") and data["last_index_at"]
-    assert {"path": "drafts/", "reason": ".kb-mcpignore"} in data["skipped"]
+    assert {"path": "drafts/", "reason": ".kbseekignore"} in data["skipped"]
     assert "documents:" in text

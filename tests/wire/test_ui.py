@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from kb_mcp.server.http import HttpPolicy, build_http_app
-from kb_mcp.server.mcp import build_server
-from kb_mcp.server.web import build_web_app
+from kbseek.server.http import HttpPolicy, build_http_app
+from kbseek.server.mcp import build_server
+from kbseek.server.web import build_web_app
 from tests.conftest import make_core
 from tests.wire.serving import get, request, serving
 

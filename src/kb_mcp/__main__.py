@@ -1,3 +1,0 @@
-from kb_mcp.cli import main
-
-main()

@@ -1,0 +1,3 @@
+from kbseek.cli import main
+
+main()

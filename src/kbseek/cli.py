@@ -1,0 +1,360 @@
+"""The ``kbseek`` command: a thin skin over KbCore.
+
+stdout carries data (results, JSON, the MCP protocol under ``serve``);
+progress and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kbseek import __version__, render
+from kbseek.config import SettingsSource, find_config
+from kbseek.core import KbCore
+from kbseek.errors import KbError
+from kbseek.ingest.indexer import IndexReport
+from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
+
+
+def _configure_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="kbseek: %(levelname)s %(message)s", force=True
+    )
+
+
+def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command shares: which knowledge base, which config, where the index lives."""
+
+    @click.option(
+        "--kb", "kb", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_KB",
+        help="Knowledge-base folder (default: `kb` in kbseek.toml).",
+    )  # fmt: skip
+    @click.option(
+        "--config", "config", type=click.Path(path_type=Path, dir_okay=False), envvar="KBSEEK_CONFIG",
+        help="Config file (default: ./kbseek.toml if present).",
+    )  # fmt: skip
+    @click.option(
+        "--index-dir", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_INDEX_DIR",
+        help="Where the index lives (default: <kb>/.kbseek, or the user cache dir if the KB is read-only).",
+    )  # fmt: skip
+    @click.option(
+        "--lexical-only", is_flag=True, help="Do not load the embedding model; keyword search only."
+    )
+    @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
+    @functools.wraps(fn)
+    def wrapper(
+        kb: Path | None, config: Path | None, index_dir: Path | None, lexical_only: bool, verbose: int,
+        **kwargs: Any,
+    ) -> Any:  # fmt: skip
+        _configure_logging(verbose)
+        try:
+            cfg = config or find_config(Path.cwd())
+            source = SettingsSource(
+                cfg.resolve() if cfg else None, root=kb, index_dir=index_dir,
+                semantic=False if lexical_only else None,
+            )  # fmt: skip
+            core = KbCore(source.load(), source=source)
+        except KbError as exc:
+            raise click.ClickException(str(exc)) from exc
+        try:
+            return fn(core, **kwargs)
+        except KbError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            core.close()
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kbseek")
+def cli() -> None:
+    """Semantic search over a Markdown knowledge base, served to AI agents over MCP.
+
+    \b
+    Quick start:
+        kbseek index --kb ~/notes          # build or update the index
+        kbseek search --kb ~/notes "how do I roll back a release"
+        kbseek serve --kb ~/notes          # MCP over stdio, for Claude Code, Cursor, …
+    """
+
+
+class _Progress:
+    """A one-line progress display on a terminal's stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if not self.enabled or total == 0:
+            return
+        label = what if len(what) <= 50 else "…" + what[-49:]
+        sys.stderr.write(f"\r\033[K{done}/{total} {label}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _summary(report: IndexReport, core: KbCore) -> str:
+    docs, chunks = core.store.counts()
+    lines = [
+        f"indexed {docs} documents, {chunks} chunks in {report.seconds:.2f}s ({core.store.path})",
+        f"  added {len(report.added)}, updated {len(report.updated)}, renamed {len(report.renamed)}, "
+        f"deleted {len(report.deleted)}, unchanged {report.unchanged}, skipped {len(report.skipped)}"
+        + (f", embedded {report.chunks_embedded} chunks" if report.chunks_embedded else ""),
+    ]
+    lines.extend(f"  renamed {old} → {new}" for old, new in report.renamed)
+    lines.extend(f"  skipped {path}: {reason}" for path, reason in report.skipped)
+    lines.extend(f"  warning {path}: {message}" for path, message in report.warnings)
+    return "\n".join(lines)
+
+
+@cli.command()
+@kb_options
+@click.option(
+    "--reembed", is_flag=True, help="Drop every vector and embed all chunks again (after a model change)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def index(core: KbCore, reembed: bool, as_json: bool) -> None:
+    """Build or update the index (incremental: only changed files are read).
+
+    \b
+    Example:
+        kbseek index --kb examples/kb
+    """
+    progress = _Progress(enabled=not as_json)
+    try:
+        if core.settings.semantic:
+            progress(0, 1, "loading the embedding model")
+            core.load_semantic()
+            status = core.status()
+            if status.semantic == "unavailable" and not (reembed and core.model_mismatch):
+                raise click.ClickException(status.notes[0] + " (or pass --lexical-only)")
+        report = core.index(progress=progress, reembed=reembed)
+    finally:
+        progress.close()
+    if as_json:
+        click.echo(json.dumps({
+            "added": report.added, "updated": report.updated, "renamed": report.renamed,
+            "deleted": report.deleted, "unchanged": report.unchanged,
+            "skipped": [{"path": p, "reason": r} for p, r in report.skipped],
+            "warnings": [{"path": p, "message": m} for p, m in report.warnings],
+            "chunks_written": report.chunks_written, "chunks_embedded": report.chunks_embedded,
+            "seconds": round(report.seconds, 3),
+        }, ensure_ascii=False, indent=2))  # fmt: skip
+    else:
+        click.echo(_summary(report, core))
+
+
+@cli.command()
+@kb_options
+@click.option(
+    "--no-watch", is_flag=True, help="Do not watch the files; rely on the stat scan before each call."
+)
+@click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to bind with --http.")
+@click.option("--allow-remote", is_flag=True, help="Allow binding a non-loopback address with --http.")
+@click.option(
+    "--allow-host", "allow_hosts", multiple=True, help="Extra allowed Host header value (repeatable)."
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    help="Extra allowed Origin header value, e.g. https://notes.example (repeatable).",
+)
+@click.option(
+    "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp and /api."
+)
+@click.option(
+    "--max-sessions",
+    default=MAX_SESSIONS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Open MCP sessions at once; more are answered 429 with Retry-After.",
+)
+@click.option(
+    "--max-body-bytes",
+    default=MAX_BODY_BYTES,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Largest request body accepted; larger ones are answered 413.",
+)
+@click.option("--ui-allow-remote", is_flag=True, help="Offer the /ui web page to other machines too.")
+def serve(
+    core: KbCore, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
+    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool,
+) -> None:  # fmt: skip
+    """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
+
+    Indexing catches up in the background; the handshake never waits for it
+    or for the embedding model. Edits are indexed as they happen (a file
+    watcher), and a stat scan before each call covers what a watcher misses.
+    Logs go to stderr: stdout is the protocol.
+
+    With --http, one warm server answers every host at http://HOST:PORT/mcp
+    and a search page for people is at http://HOST:PORT/ui.
+
+    \b
+    Claude Code:
+        claude mcp add kb -- kbseek serve --kb ~/notes
+    \b
+    One server for several hosts:
+        kbseek serve --kb ~/notes --http --port 8765
+        claude mcp add --transport http kb http://127.0.0.1:8765/mcp
+    """
+    from kbseek.server.mcp import build_server
+
+    if not no_watch:
+        core.start_watching()
+    if not http:
+        build_server(core, background=True).run("stdio")
+        return
+    import os
+
+    import uvicorn
+
+    from kbseek.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app
+    from kbseek.server.web import build_web_app
+
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not allow_remote:
+        raise click.ClickException(f"--host {host} is not a loopback address; pass --allow-remote to bind it")
+    if not loopback:
+        click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
+    token = None
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise click.ClickException(
+                f"--token-env {token_env}: that environment variable is empty or unset"
+            )
+    hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
+    core.start_background()
+    origins = (*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins)
+    policy = HttpPolicy(
+        port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
+        max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
+    )  # fmt: skip
+    app = build_http_app(build_server(core), policy, build_web_app(core))
+    click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+@cli.command()
+@kb_options
+@click.argument("query")
+@click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 8).")
+@click.option("--path-prefix", default=None, help="Only documents under this folder.")
+@click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable).")
+@click.option("--snippet-chars", type=int, default=None, help="Snippet length in characters.")
+@click.option("--explain", is_flag=True, help="Show per-leg ranks and scores.")
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+def search(
+    core: KbCore, query: str, limit: int | None, path_prefix: str | None, tags: tuple[str, ...],
+    snippet_chars: int | None, explain: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Search the knowledge base (updates the index first if files changed).
+
+    \b
+    Examples:
+        kbseek search --kb examples/kb "rollback a release"
+        kbseek search --kb examples/kb "障害対応" --json
+    """
+    core.load_semantic()  # search refreshes the index itself before answering
+    r = core.search(query, limit=limit, path_prefix=path_prefix, tags=list(tags), snippet_chars=snippet_chars,
+                    explain=explain)  # fmt: skip
+    click.echo(r.model_dump_json(indent=2) if as_json else render.search_text(r))
+
+
+@cli.command()
+@kb_options
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+def status(core: KbCore, as_json: bool) -> None:
+    """Show what is indexed, what was skipped and why, and where the index lives."""
+    r = core.status()
+    click.echo(r.model_dump_json(indent=2) if as_json else render.status_text(r))
+
+
+@cli.command("get")
+@kb_options
+@click.argument("path")
+@click.option("--offset", type=int, default=0, help="Character offset to start at.")
+@click.option("--max-chars", type=int, default=None, help="Characters to return.")
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+def get_document(core: KbCore, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
+    """Print a document by its path relative to the knowledge-base root (through the same guard as MCP)."""
+    r = core.get_document(path, offset=offset, max_chars=max_chars)
+    click.echo(r.model_dump_json(indent=2) if as_json else render.document_text(r))
+
+
+@cli.command("eval")
+@kb_options
+@click.option("--golden", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True,
+              help="YAML file of queries with their expected documents.")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.option(
+    "--fail-under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 1 if an overall metric is below VALUE, e.g. --fail-under recall@5=0.9 (repeatable).",
+)
+def eval_command(core: KbCore, golden: Path, fmt: str, fail_under: tuple[str, ...]) -> None:
+    """Measure retrieval quality on a golden set (recall@1/5/10, MRR, nDCG@10, per kind and tag).
+
+    The run is stored beside the index and compared with the previous one.
+
+    \b
+    Example:
+        kbseek eval --kb examples/kb --golden examples/golden.yml
+    """
+    from kbseek.eval import compare_with_last, format_text, load_golden, run_eval, summarize
+
+    floors = {}
+    for item in fail_under:
+        metric, _, value = item.partition("=")
+        try:
+            floors[metric] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not METRIC=NUMBER", param_hint="--fail-under") from None
+    queries = load_golden(golden)
+    core.load_semantic()
+    core.index()
+    summary = summarize(run_eval(core, queries))
+    delta = compare_with_last(summary, core.index_dir, golden)
+    if fmt == "json":
+        click.echo(json.dumps({**summary, "change": delta}, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_text(summary, delta))
+    failed = [f"{m} {summary['overall'].get(m, 0.0):.3f} < {v}" for m, v in floors.items()
+              if summary["overall"].get(m, 0.0) < v]  # fmt: skip
+    if failed:
+        raise click.ClickException("below the floor: " + "; ".join(failed))
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Settings, resolved once at the edge and handed to the core as a frozen value.
+
+Precedence: command-line flag > ``KBSEEK_*`` environment variable (read by the
+CLI, never by the core) > ``kbseek.toml`` > default. A config file is strict:
+an unknown key is an error naming the key, because a misspelt option that is
+silently ignored is a setting the user believes is on.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from kbseek.embed.base import EmbedderSpec
+from kbseek.errors import ConfigError
+from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.parsers import DEFAULT_ENABLED
+
+CONFIG_FILENAME = "kbseek.toml"
+INDEX_DIRNAME = ".kbseek"
+IGNORE_FILENAME = ".kbseekignore"
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every cap the server enforces on what an agent may ask for (T3).
+
+    ``default_*`` is what an omitted argument means; ``max_*`` is the clamp.
+    """
+
+    default_limit: int = 8
+    max_limit: int = 50
+    default_snippet_chars: int = 300
+    max_snippet_chars: int = 1200
+    default_context: int = 1
+    max_context: int = 5
+    max_chunk_ids: int = 20
+    max_fetch_chars: int = 24_000
+    default_document_chars: int = 40_000
+    max_document_chars: int = 200_000
+    max_response_chars: int = 60_000
+    max_query_terms: int = 32
+    max_hits_per_document: int = 3
+    max_topics: int = 200
+    max_titles_per_topic: int = 10
+    max_resource_bytes: int = 1024 * 1024
+    """Indexed documents larger than this (recorded size) are not offered as resources (D3)."""
+    max_resource_chars: int = 1024 * 1024
+    """A resource read returns at most this much text, then a delimited note (D7)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if getattr(self, f.name) < 0 or (f.name != "default_context" and getattr(self, f.name) == 0):
+                raise ConfigError(f"[limits].{f.name} must be positive")
+        pairs = [
+            ("default_limit", "max_limit"),
+            ("default_snippet_chars", "max_snippet_chars"),
+            ("default_context", "max_context"),
+            ("default_document_chars", "max_document_chars"),
+        ]
+        for low, high in pairs:
+            if getattr(self, low) > getattr(self, high):
+                raise ConfigError(f"[limits].{low} must not exceed [limits].{high}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything kbseek needs to know about one knowledge base."""
+
+    root: Path
+    index_dir: Path | None = None
+    """Where the index lives; ``None`` means ``<root>/.kbseek`` (or the user cache dir if read-only)."""
+    exclude_dirs: tuple[str, ...] = ()
+    """Folder names or root-relative folder paths kept out of the index (never out of reads, D1)."""
+    max_file_bytes: int = 4 * MiB
+    """Files larger than this are skipped by indexing and refused by the document guard."""
+    parsers: tuple[str, ...] = DEFAULT_ENABLED
+    chunking: ChunkOptions = field(default_factory=ChunkOptions)
+    limits: Limits = field(default_factory=Limits)
+    embed: EmbedderSpec = field(default_factory=EmbedderSpec)
+    semantic: bool = True
+    """``False`` runs lexical-only and never loads a model."""
+    fusion: str = "blend"
+    """``"blend"`` (weighted normalised scores) or ``"rrf"`` (reciprocal rank fusion)."""
+    dense_weight: float = 0.85
+    """The dense leg's share of a blended score when no lexical candidate covers the query."""
+    dense_weight_matched: float = 0.2
+    """Its share when one covers all of the query's terms; between the two it moves linearly."""
+    rrf_k: int = 60
+    freshness_interval_s: float = 1.0
+    """Minimum time between two stat scans made before answering a call (T10)."""
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes <= 0:
+            raise ConfigError("max_file_bytes must be a positive number of bytes")
+        if self.fusion not in ("blend", "rrf"):
+            raise ConfigError(f"[search].fusion must be 'blend' or 'rrf', not {self.fusion!r}")
+        for name in ("dense_weight", "dense_weight_matched"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"[search].{name} must be between 0 and 1, not {getattr(self, name)}")
+        if self.rrf_k <= 0:
+            raise ConfigError("[search].rrf_k must be positive")
+        if self.freshness_interval_s < 0:
+            raise ConfigError("[index].freshness_interval must not be negative")
+
+
+# Config-file layout: top-level keys and tables, each mapped to Settings fields.
+_TOP_LEVEL = {"kb", "index_dir", "exclude_dirs", "max_file_bytes", "semantic"}
+_TABLES: dict[str, set[str]] = {
+    "parsers": {"enabled"},
+    "chunking": {f.name for f in fields(ChunkOptions)},
+    "limits": {f.name for f in fields(Limits)},
+    "embed": {f.name for f in fields(EmbedderSpec)},
+    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k"},
+    "index": {"freshness_interval"},
+}
+
+
+def find_config(cwd: Path) -> Path | None:
+    """The ``kbseek.toml`` in ``cwd``, if there is one."""
+    candidate = cwd / CONFIG_FILENAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Parse and validate a config file into keyword overrides for :func:`build_settings`."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{key}] must be a table")
+            unknown = sorted(set(value) - _TABLES[key])
+            if unknown:
+                raise ConfigError(
+                    f"{path}: unknown key {unknown[0]!r} in [{key}]; "
+                    f"known keys: {', '.join(sorted(_TABLES[key]))}"
+                )
+            out[key] = dict(value)
+        elif key in _TOP_LEVEL:
+            out[key] = value
+        else:
+            known = sorted(_TOP_LEVEL | {f"[{t}]" for t in _TABLES})
+            raise ConfigError(f"{path}: unknown key {key!r}; known keys: {', '.join(known)}")
+
+    base = path.parent
+    for key in ("kb", "index_dir"):
+        if key in out:
+            if not isinstance(out[key], str):
+                raise ConfigError(f"{path}: {key} must be a string path")
+            out[key] = (base / Path(out[key]).expanduser()).resolve()
+    return out
+
+
+def _typed(section: str, name: str, value: Any, expected: type) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{section}{name} must be a list of strings")
+        return tuple(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigError(f"{section}{name} must be of type {expected.__name__}, not {value!r}")
+    return value
+
+
+def _section(cls: type, section: str, values: dict[str, Any]) -> Any:
+    defaults = cls()
+    typed = {}
+    for f in fields(cls):
+        if f.name in values:
+            current = getattr(defaults, f.name)
+            if current is None:  # optional setting: the section's own validation checks it
+                typed[f.name] = values[f.name]
+            else:
+                typed[f.name] = _typed(f"[{section}].", f.name, values[f.name], type(current))
+    try:
+        return replace(defaults, **typed)
+    except ValueError as exc:
+        raise ConfigError(f"[{section}]: {exc}") from exc
+
+
+def build_settings(
+    *,
+    root: Path | None,
+    index_dir: Path | None = None,
+    file_values: dict[str, Any] | None = None,
+    semantic: bool | None = None,
+) -> Settings:
+    """Combine explicit values (flags/environment) with config-file values and defaults."""
+    fv = dict(file_values or {})
+    kb = root if root is not None else fv.get("kb")
+    if kb is None:
+        raise ConfigError(
+            "no knowledge base given: pass --kb PATH, set KBSEEK_KB, "
+            f'or put kb = "PATH" in {CONFIG_FILENAME} in the current directory'
+        )
+    kb = Path(kb).expanduser().resolve()
+    if not kb.exists():
+        raise ConfigError(f"knowledge base folder {kb} does not exist")
+    if not kb.is_dir():
+        raise ConfigError(f"knowledge base {kb} is not a folder")
+
+    kwargs: dict[str, Any] = {"root": kb}
+    idx = index_dir if index_dir is not None else fv.get("index_dir")
+    if idx is not None:
+        kwargs["index_dir"] = Path(idx).expanduser().resolve()
+    if "exclude_dirs" in fv:
+        kwargs["exclude_dirs"] = _typed("", "exclude_dirs", fv["exclude_dirs"], tuple)
+    if "max_file_bytes" in fv:
+        kwargs["max_file_bytes"] = _typed("", "max_file_bytes", fv["max_file_bytes"], int)
+    if semantic is not None:
+        kwargs["semantic"] = semantic
+    elif "semantic" in fv:
+        kwargs["semantic"] = _typed("", "semantic", fv["semantic"], bool)
+    if "parsers" in fv and "enabled" in fv["parsers"]:
+        kwargs["parsers"] = _typed("[parsers].", "enabled", fv["parsers"]["enabled"], tuple)
+    if "chunking" in fv:
+        kwargs["chunking"] = _section(ChunkOptions, "chunking", fv["chunking"])
+    if "limits" in fv:
+        kwargs["limits"] = _section(Limits, "limits", fv["limits"])
+    if "embed" in fv:
+        kwargs["embed"] = _section(EmbedderSpec, "embed", fv["embed"])
+    search = fv.get("search", {})
+    if "fusion" in search:
+        kwargs["fusion"] = _typed("[search].", "fusion", search["fusion"], str)
+    for name in ("dense_weight", "dense_weight_matched"):
+        if name in search:
+            kwargs[name] = _typed("[search].", name, search[name], float)
+    if "rrf_k" in search:
+        kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
+    if "freshness_interval" in fv.get("index", {}):
+        kwargs["freshness_interval_s"] = _typed(
+            "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
+        )
+    return Settings(**kwargs)
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """How the settings were made (flags and a config file), so a server can read them again.
+
+    A running server re-reads its config file when it changes; the flags given at
+    start stay as they were, and keep their precedence over the file.
+    """
+
+    config_path: Path | None
+    root: Path | None = None
+    index_dir: Path | None = None
+    semantic: bool | None = None
+
+    def load(self) -> Settings:
+        file_values = load_config_file(self.config_path) if self.config_path else {}
+        return build_settings(
+            root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic
+        )
+
+
+RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
+              "dense_weight_matched", "rrf_k", "freshness_interval_s")  # fmt: skip
+"""Settings a running server applies when its config file changes; the others need a restart."""

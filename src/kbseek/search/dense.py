@@ -1,0 +1,72 @@
+"""The dense leg: exact cosine search over an in-memory float32 matrix.
+
+Brute force is exact and, at the sizes a notes folder reaches, faster than
+building an approximate index: one matrix-vector product per query.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from kbseek.store.sqlite import Store
+
+
+class DenseIndex:
+    """A snapshot of every chunk vector; :meth:`reload` swaps in a new one after an index pass."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._ids = np.empty(0, dtype=np.int64)
+        self._matrix = np.empty((0, dim), dtype=np.float32)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_arrays(cls, ids: np.ndarray, matrix: np.ndarray) -> DenseIndex:
+        """An index over given rowids and unit-length rows (the store's snapshot, or any other)."""
+        index = cls(matrix.shape[1])
+        index._ids, index._matrix = np.asarray(ids, dtype=np.int64), np.asarray(matrix, dtype=np.float32)
+        return index
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def reload(self, store: Store) -> None:
+        ids, matrix = store.chunk_vectors(self.dim)
+        with self._lock:  # searches keep using the old snapshot until the swap
+            self._ids, self._matrix = ids, matrix
+
+    def refresh(self, store: Store) -> tuple[int, int]:
+        """Bring the snapshot up to date reading only new vectors; returns (added, removed).
+
+        Chunk rowids are never reused for other text (a changed chunk gets a
+        new row), so a rowid present in both the snapshot and the store still
+        has the same vector.
+        """
+        live = store.vector_rowids()
+        with self._lock:
+            ids, matrix = self._ids, self._matrix
+        keep = np.isin(ids, live)
+        new = np.setdiff1d(live, ids, assume_unique=True)
+        new_ids, new_matrix = store.vectors_for_rowids(new.tolist(), self.dim)
+        ids = np.concatenate([ids[keep], new_ids])
+        matrix = np.concatenate([matrix[keep], new_matrix]) if len(new_ids) else matrix[keep]
+        with self._lock:
+            self._ids, self._matrix = ids, matrix
+        return len(new_ids), int((~keep).sum())
+
+    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """(chunk rowid, cosine similarity) best first. Vectors are unit length, so a dot product is the cosine."""
+        with self._lock:
+            ids, matrix = self._ids, self._matrix
+        if len(ids) == 0 or k <= 0:
+            return []
+        sims = matrix @ np.asarray(query, dtype=np.float32)
+        if allowed is not None:
+            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            sims = np.where(mask, sims, -np.inf)
+        k = min(k, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]

@@ -1,0 +1,47 @@
+"""The lexical leg: analyzed query terms against the FTS5 table, ranked by BM25."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kbseek.search.fts_query import CompiledQuery
+from kbseek.store.sqlite import Store
+
+
+def lexical_candidates(
+    store: Store,
+    compiled: CompiledQuery,
+    *,
+    limit: int,
+    path_prefix: str | None,
+    tags: Sequence[str],
+) -> list[tuple[int, float]]:
+    """(chunk rowid, BM25 score) best first; empty when the query has no searchable terms."""
+    if compiled.expression is None:
+        return []
+    return store.lexical(compiled.expression, limit=limit, path_prefix=path_prefix, tags=tags)
+
+
+COVERAGE_DEPTH = 40
+"""How many of the best lexical candidates get a coverage score; deeper ones are weak matches anyway."""
+
+
+def lexical_coverage(store: Store, compiled: CompiledQuery, rowids: Sequence[int]) -> dict[int, float]:
+    """For each chunk, the share of the query's IDF weight whose terms it contains (0 to 1).
+
+    BM25 divided by the best BM25 of the query says how a chunk ranks, not whether
+    it matched the words that matter: a paraphrase or a question in the other
+    language still has a "best" lexical hit, often one that shares only common
+    words. Coverage tells those apart from a chunk that holds the rare terms.
+    """
+    if not rowids or not compiled.terms:
+        return {}
+    _, total = store.counts()
+    df = store.document_frequencies(compiled.terms)
+    idf = {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in compiled.terms}
+    weight = sum(idf.values())
+    if weight <= 0:
+        return {}
+    matched = store.rows_matching_each_term(compiled.terms, rowids)
+    return {r: sum(idf[t] for t in terms) / weight for r, terms in matched.items()}

@@ -1,0 +1,153 @@
+"""From a query to ranked, de-duplicated hits with snippets: the retrieval logic in one place.
+
+Surfaces never rank; they ask :func:`run_search` and shape its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbseek.search import fusion
+from kbseek.search.confidence import is_low_confidence
+from kbseek.search.dense import DenseIndex
+from kbseek.search.fts_query import CompiledQuery, compile_query
+from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
+from kbseek.store.sqlite import ChunkRow, Store
+from kbseek.text.snippets import Snippet, make_snippet
+
+CANDIDATES_PER_LEG = 100
+"""How deep each leg looks before fusion; deep enough that de-duplication never starves the result."""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int
+    snippet_chars: int
+    path_prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    max_terms: int = 32
+    max_hits_per_document: int = 3
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    chunk: ChunkRow
+    snippet: Snippet
+    fused: fusion.Fused
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    hits: list[RankedHit]
+    compiled: CompiledQuery
+    semantic_used: bool
+    more_available: bool
+    """True when more de-duplicated hits existed than ``limit`` allowed."""
+    low_confidence: bool
+
+
+@dataclass(frozen=True)
+class DenseLeg:
+    index: DenseIndex
+    embed_query: Callable[[str], np.ndarray]
+    fusion: str = "blend"
+    dense_weight: float = 0.7
+    rrf_k: int = 60
+    matched_weight: float | None = None
+    """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``)."""
+    similarity_floor: float = 0.0
+    """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec``)."""
+
+
+def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
+    compiled = compile_query(request.query, max_terms=request.max_terms)
+    lexical = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
+    )
+    dense_hits: list[tuple[int, float]] = []
+    cov: dict[int, float] = {}
+    if dense is not None and request.query.strip():
+        allowed = store.filtered_rowids(request.path_prefix, request.tags)
+        qvec = dense.embed_query(request.query)
+        dense_hits = _on_one_scale(
+            dense.index.search(qvec, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
+        )
+        if dense.fusion == "rrf":
+            ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
+        else:
+            cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
+            ranked = fusion.blend(
+                lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
+                coverage=cov,
+            )  # fmt: skip
+    else:
+        ranked = fusion.lexical_only(lexical)
+
+    rows = store.chunks_by_rowid([f.rowid for f in ranked])
+    chosen, more = _deduplicate(ranked, rows, request.limit, request.max_hits_per_document)
+    hits = [
+        RankedHit(rows[f.rowid], _snippet(rows[f.rowid].text, compiled, request.snippet_chars), f)
+        for f in chosen
+    ]
+    return PipelineResult(
+        hits,
+        compiled,
+        dense is not None,
+        more,
+        _low_confidence(store, compiled, hits, dense_hits, dense is not None, cov),
+    )
+
+
+def _low_confidence(
+    store: Store,
+    compiled: CompiledQuery,
+    hits: list[RankedHit],
+    dense_hits: list[tuple[int, float]],
+    semantic: bool,
+    known: dict[int, float],
+) -> bool:
+    """Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup."""
+    if not hits:
+        return True
+    top = hits[0].chunk.rowid
+    cov = known[top] if top in known else lexical_coverage(store, compiled, [top]).get(top, 0.0)
+    best_similarity = dense_hits[0][1] if semantic and dense_hits else None
+    return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
+
+
+def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int, float]]:
+    """Cosines rescaled so that the model's typical unrelated similarity is 0 (order unchanged)."""
+    if floor == 0.0:
+        return hits
+    return [(rowid, (sim - floor) / (1.0 - floor)) for rowid, sim in hits]
+
+
+def _snippet(text: str, compiled: CompiledQuery, chars: int) -> Snippet:
+    """``chars == 0`` skips snippet building, for callers that only need the ranking (eval, benchmarks)."""
+    if chars <= 0:
+        return Snippet("", 0, 0, (), 0)
+    return make_snippet(text, compiled.terms, chars)
+
+
+def _deduplicate(
+    ranked: Sequence[fusion.Fused], rows: dict[int, ChunkRow], limit: int, per_document: int
+) -> tuple[list[fusion.Fused], bool]:
+    """Keep the best chunks, at most ``per_document`` per document and none overlapping a kept one."""
+    kept: list[fusion.Fused] = []
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for f in ranked:
+        row = rows.get(f.rowid)
+        if row is None:  # deleted between the two queries
+            continue
+        taken = spans.setdefault(row.document_id, [])
+        if len(taken) >= per_document or any(row.start < e and s < row.end for s, e in taken):
+            continue
+        if len(kept) == limit:
+            return kept, True
+        taken.append((row.start, row.end))
+        kept.append(f)
+    return kept, False

@@ -1,0 +1,187 @@
+"""The MCP surface: tools over KbCore, nothing more.
+
+Every tool returns a structured result (with an output schema) and a readable
+text block; refusals and bad input come back as ``is_error`` results whose
+message says what to do. Expected misses (no hits, stale ids, cut output) are
+data, not errors, so an agent can act on them.
+"""
+
+# Tool signatures are evaluated by the SDK at registration; their annotations use local values,
+# so this module does not postpone annotation evaluation.
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from kbseek import __version__, render
+from kbseek.core import KbCore
+from kbseek.errors import KbError
+from kbseek.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
+from kbseek.server.prompts import register_prompts
+from kbseek.server.resources import KbServer
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+kbseek searches the user's Markdown knowledge base (notes, runbooks, design records; English and Japanese).
+Workflow: 1) `search` with a short natural-language question or keywords, in either language — results are
+snippets for triage, not the full text. 2) `fetch` the chunk_ids of the most promising hits (context=1 adds
+the neighbouring chunks) to read whole passages. 3) Answer from what you fetched and cite the `path` (and
+heading) of each source. Use `get_document` for a whole file, `list_topics` to see what the knowledge base
+covers, `index_status` when results look incomplete. If a response says `truncated` or has `notes`, you did
+not see everything — narrow the query or read on. If search finds nothing relevant (or `low_confidence`),
+say the knowledge base does not cover it rather than guessing. Chunk ids change when a document is edited:
+if fetch reports an id as stale, search again.
+"""
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def _result(model: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def _call(fn: Callable[[], Any]) -> Any:
+    """Run a core call, turning kbseek's own errors into tool errors with their message."""
+    try:
+        return fn()
+    except KbError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
+    """The server, unstarted, so ``serve`` and in-process tests share one code path.
+
+    ``background=True`` starts the catch-up pass and the model load when a session starts.
+    """
+    lim = core.limits
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        if background:
+            core.start_background()
+        yield
+
+    server: MCPServer[Any] = KbServer(
+        core,
+        name="kbseek",
+        title="Knowledge base search",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+
+    @server.tool(
+        title="Search the knowledge base",
+        annotations=READ_ONLY,
+        description=(
+            "Find passages in the knowledge base. Returns ranked hits with a snippet centred on the match, "
+            "the chunk_id to pass to fetch, the document path to cite and the heading path. Works in English "
+            "and Japanese, across languages, for questions or keywords."
+        ),
+    )
+    def search(
+        query: Annotated[str, Field(description="What to look for: a question or keywords, any language.")],
+        limit: Annotated[
+            int, Field(description=f"Hits to return (max {lim.max_limit}).")
+        ] = lim.default_limit,
+        path_prefix: Annotated[
+            str | None, Field(description="Only documents under this folder, e.g. 'runbooks/'.")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only documents having all these tags.")] = None,
+        snippet_chars: Annotated[
+            int, Field(description=f"Snippet length (max {lim.max_snippet_chars}).")
+        ] = lim.default_snippet_chars,
+        explain: Annotated[bool, Field(description="Include per-leg ranks and scores for each hit.")] = False,
+    ) -> Annotated[CallToolResult, SearchResponse]:
+        if not query.strip():
+            raise ToolError("query is empty: pass the words or question to search for")
+        r = _call(
+            lambda: core.search(
+                query,
+                limit=limit,
+                path_prefix=path_prefix,
+                tags=tags,
+                snippet_chars=snippet_chars,
+                explain=explain,
+            )
+        )
+        return _result(r, render.search_text(r))
+
+    @server.tool(
+        title="Read passages by chunk id",
+        annotations=READ_ONLY,
+        description=(
+            "Expand chunk_ids from search into full passages, with `context` neighbouring chunks on each side "
+            "joined without repeating overlap. Unknown or stale ids are reported in `missing` — search again."
+        ),
+    )
+    def fetch(
+        chunk_ids: Annotated[list[str], Field(description="chunk_id values from search hits.")],
+        context: Annotated[
+            int, Field(description=f"Neighbouring chunks on each side (0–{lim.max_context}).")
+        ] = lim.default_context,
+    ) -> Annotated[CallToolResult, FetchResponse]:
+        if not chunk_ids:
+            raise ToolError("chunk_ids is empty: pass one or more chunk_id values from search results")
+        r = _call(lambda: core.fetch(chunk_ids, context=context))
+        return _result(r, render.fetch_text(r))
+
+    @server.tool(
+        title="Read a whole document",
+        annotations=READ_ONLY,
+        description=(
+            "Return a document's text by its path relative to the knowledge-base root (as given in search "
+            "hits). Long documents come in pieces: when `truncated` is true, call again with `next_offset`."
+        ),
+    )
+    def get_document(
+        path: Annotated[
+            str, Field(description="Document path relative to the root, e.g. 'runbooks/deploy.md'.")
+        ],
+        offset: Annotated[int, Field(description="Character offset to start at.")] = 0,
+        max_chars: Annotated[
+            int, Field(description=f"Characters to return (max {lim.max_document_chars}).")
+        ] = lim.default_document_chars,
+    ) -> Annotated[CallToolResult, DocumentResponse]:
+        r = _call(lambda: core.get_document(path, offset=offset, max_chars=max_chars))
+        return _result(r, render.document_text(r))
+
+    @server.tool(
+        title="List topics",
+        annotations=READ_ONLY,
+        description=(
+            "Overview of what the knowledge base covers: documents grouped by their first one or two "
+            "folders, with counts and some titles. Use a prefix as search(path_prefix=...)."
+        ),
+    )
+    def list_topics() -> Annotated[CallToolResult, TopicsResponse]:
+        r = _call(core.list_topics)
+        return _result(r, render.topics_text(r))
+
+    @server.tool(
+        title="Index status",
+        annotations=READ_ONLY,
+        description=(
+            "How many documents and chunks are indexed, whether indexing is running, when it last ran, "
+            "which files were skipped and why, and where the index lives."
+        ),
+    )
+    def index_status() -> Annotated[CallToolResult, StatusResponse]:
+        r = _call(core.status)
+        return _result(r, render.status_text(r))
+
+    register_prompts(server, core)
+    return server

@@ -1,0 +1,92 @@
+"""MCP resources: ``kb://doc/{+path}`` documents and ``kb://topic/<prefix>`` groups (D2–D4).
+
+The listing is the topic groups, not one entry per document, so a large
+knowledge base does not flood a host's ``@`` menu. Every listing, topic body
+and read comes from the core's one servable predicate, so what is offered is
+exactly what a read accepts.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.types import Resource as MCPResource
+from mcp.types import ResourceTemplate as MCPResourceTemplate
+from pydantic import AnyUrl
+
+from kbseek.core import KbCore
+from kbseek.errors import KbError
+from kbseek.ingest.indexer import IndexReport
+from kbseek.server.notify import ListChangedNotifier, declare_list_changed
+from kbseek.uris import DOC_PREFIX, BadResourceUri, parse_uri, topic_uri
+
+DOC_TEMPLATE = DOC_PREFIX + "{+path}"
+
+
+class KbServer(MCPServer[Any]):
+    """The MCP server with resources served from the index instead of a static registry."""
+
+    def __init__(self, core: KbCore, **kwargs: Any) -> None:
+        self.core = core
+        super().__init__(**kwargs)
+        self.notifier = ListChangedNotifier(self._subscriptions)
+        self._lowlevel_server.middleware.append(self.notifier)
+        declare_list_changed(self._lowlevel_server)
+        core.on_index_change(self._index_changed)
+
+    def _index_changed(self, report: IndexReport) -> None:
+        if report.added or report.deleted or report.renamed:
+            self.notifier.broadcast_from_thread()
+
+    async def list_resources(self) -> list[MCPResource]:
+        groups = await anyio.to_thread.run_sync(self._groups)
+        return [
+            MCPResource(
+                uri=topic_uri(prefix),
+                name=f"topic {prefix or '(root)'}",
+                title=prefix.rstrip("/") or "Knowledge base root",
+                description=f"{count} document{'s' if count != 1 else ''}",
+                mime_type="text/markdown",
+            )
+            for prefix, count in groups
+        ]
+
+    def _groups(self) -> list[tuple[str, int]]:
+        self.core.refresh()
+        return self.core.topic_groups()
+
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        return [
+            MCPResourceTemplate(
+                uri_template=DOC_TEMPLATE,
+                name="document",
+                title="Knowledge-base document",
+                description=(
+                    "A document by its path relative to the knowledge-base root, as indexed; "
+                    "the uri field of search hits and topic listings gives it."
+                ),
+            )
+        ]
+
+    async def read_resource(self, uri: AnyUrl | str, context: Any = None) -> Iterable[ReadResourceContents]:
+        return await anyio.to_thread.run_sync(self._read, str(uri))
+
+    def _read(self, uri: str) -> list[ReadResourceContents]:
+        try:
+            ref = parse_uri(uri)
+        except BadResourceUri as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        self.core.refresh()
+        if ref.kind == "topic":
+            body = self.core.topic_body(ref.path)
+            if body is None:
+                raise ResourceNotFoundError(f"no topic {uri!r}: resources/list shows the topics there are")
+            return [ReadResourceContents(content=body, mime_type="text/markdown")]
+        try:
+            doc = self.core.read_resource_document(ref.path)
+        except KbError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        return [ReadResourceContents(content=doc.text, mime_type=doc.media_type)]

@@ -1,0 +1,224 @@
+// The kbseek web page. Everything it shows comes from /api/*, the same core calls as the MCP tools.
+// Document text is only ever placed with textContent / text nodes: a note holding markup is shown,
+// never run. No external assets, so the page works offline.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "kbseek-token";
+let statusTimer = null;
+let openDoc = null; // {path, next}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+class Unauthorized extends Error {}
+
+async function api(path, params) {
+  const url = new URL(path, window.location.origin);
+  for (const [key, value] of params || []) url.searchParams.append(key, value);
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  const response = await fetch(url, { headers });
+  if (response.status === 401) throw new Unauthorized();
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || "the server answered " + response.status);
+  return body;
+}
+
+function askForToken() {
+  $("token-form").hidden = false;
+  $("token").focus();
+  say("This server asks for a token before it answers.", true);
+}
+
+function say(text, bad) {
+  const message = $("message");
+  message.textContent = text;
+  message.classList.toggle("bad", Boolean(bad));
+}
+
+// The snippet with the server's highlight spans wrapped in <mark>. The spans count code points
+// (Python string offsets), so the snippet is split into code points, not UTF-16 units.
+function highlighted(snippet, spans) {
+  const container = el("p", "snippet");
+  const chars = Array.from(snippet);
+  let at = 0;
+  for (const [start, end] of spans || []) {
+    if (start < at || end > chars.length || start >= end) continue;
+    if (start > at) container.append(document.createTextNode(chars.slice(at, start).join("")));
+    container.append(el("mark", "", chars.slice(start, end).join("")));
+    at = end;
+  }
+  if (at < chars.length) container.append(document.createTextNode(chars.slice(at).join("")));
+  return container;
+}
+
+function renderHit(hit) {
+  const item = el("li", "hit");
+  item.append(el("span", "score", hit.score.toFixed(3)));
+  const title = el("h3");
+  const link = el("a", "", hit.title || hit.path);
+  link.href = "#doc=" + encodeURIComponent(hit.path);
+  title.append(link);
+  item.append(title);
+  const where = hit.heading_path.length > 1 ? hit.heading_path.slice(1).join(" › ") : "";
+  item.append(el("div", "where", hit.path + (where ? " — " + where : "") + ` (lines ${hit.line_start}–${hit.line_end})`));
+  item.append(highlighted(hit.snippet, hit.highlights));
+  if (hit.tags.length) item.append(el("div", "tags", "tags: " + hit.tags.join(", ")));
+  return item;
+}
+
+// ``initial``: the page was opened with a query (and maybe a document) in its address; keep both.
+async function search(event, initial) {
+  if (event) event.preventDefault();
+  const q = $("q").value.trim();
+  const prefix = $("prefix").value;
+  const tag = $("tag").value.trim();
+  const state = new URLSearchParams();
+  if (q) state.set("q", q);
+  if (prefix) state.set("prefix", prefix);
+  if (tag) state.set("tag", tag);
+  const hash = initial ? window.location.hash : "";
+  history.replaceState(null, "", "/ui" + (state.toString() ? "?" + state : "") + hash);
+  if (!initial) showResults();
+  const results = $("results");
+  if (!q) {
+    results.replaceChildren();
+    say("Type a question or some keywords.");
+    return;
+  }
+  const params = [["q", q], ["limit", "20"]];
+  if (prefix) params.push(["path_prefix", prefix]);
+  for (const t of tag.split(",").map((s) => s.trim()).filter(Boolean)) params.push(["tag", t]);
+  say("Searching…");
+  try {
+    const r = await api("/api/search", params);
+    results.replaceChildren(...r.hits.map(renderHit));
+    const parts = [`${r.hits.length} result${r.hits.length === 1 ? "" : "s"}`];
+    if (r.legs.semantic !== "ok") parts.push(`semantic search ${r.legs.semantic}`);
+    if (r.low_confidence) parts.push("weak matches: the knowledge base may not cover this");
+    say(parts.concat(r.notes).join(" · "));
+  } catch (error) {
+    if (error instanceof Unauthorized) return askForToken();
+    results.replaceChildren();
+    say(error.message, true);
+  }
+}
+
+function showResults() {
+  $("document").hidden = true;
+  $("results").hidden = false;
+  $("message").hidden = false;
+}
+
+async function showDocument(path, more) {
+  try {
+    const offset = more && openDoc ? openDoc.next : 0;
+    const d = await api("/api/document", [["path", path], ["offset", String(offset)]]);
+    const text = $("document-text");
+    if (more) text.append(document.createTextNode(d.text));
+    else text.textContent = d.text;
+    $("document-path").textContent = d.path;
+    openDoc = { path: d.path, next: d.next_offset };
+    $("more").hidden = !d.truncated;
+    $("document").hidden = false;
+    $("results").hidden = true;
+    $("message").hidden = true;
+  } catch (error) {
+    if (error instanceof Unauthorized) return askForToken();
+    say(error.message, true);
+  }
+}
+
+function route() {
+  const hash = window.location.hash;
+  if (hash.startsWith("#doc=")) showDocument(decodeURIComponent(hash.slice(5)), false);
+  else showResults();
+}
+
+function ago(iso) {
+  if (!iso) return "never";
+  const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (seconds < 90) return `${Math.round(seconds)} s ago`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
+  return new Date(iso).toLocaleString();
+}
+
+async function refreshStatus() {
+  clearTimeout(statusTimer);
+  const band = $("status");
+  let busy = false;
+  try {
+    const s = await api("/api/status");
+    busy = s.indexing;
+    const parts = [
+      el("span", "", `${s.documents} documents · ${s.chunks} chunks`),
+      el("span", "", ` · model ${s.model || "none"} (${s.semantic})`),
+      el("span", s.watcher.startsWith("unavailable") ? "bad" : "", ` · watcher ${s.watcher}`),
+      el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
+    ];
+    if (s.indexing) {
+      const p = s.progress;
+      const done = p && p.total ? ` ${p.phase} ${p.done}/${p.total}` : "";
+      parts.push(el("span", "busy", ` · indexing${done}`));
+    }
+    if (s.last_error) parts.push(el("span", "bad", " · " + s.last_error));
+    band.replaceChildren(...parts);
+  } catch (error) {
+    if (error instanceof Unauthorized) band.textContent = "status needs the access token";
+    else band.replaceChildren(el("span", "bad", "status unavailable: " + error.message));
+  }
+  statusTimer = setTimeout(refreshStatus, busy ? 1000 : 5000);
+}
+
+async function loadFolders() {
+  try {
+    const t = await api("/api/topics");
+    const select = $("prefix");
+    const wanted = new URLSearchParams(window.location.search).get("prefix") || "";
+    for (const topic of t.topics) {
+      if (!topic.prefix) continue;
+      const option = el("option", "", `${topic.prefix} (${topic.documents})`);
+      option.value = topic.prefix;
+      select.append(option);
+    }
+    select.value = wanted;
+  } catch (error) {
+    if (error instanceof Unauthorized) askForToken();
+  }
+}
+
+function start() {
+  const params = new URLSearchParams(window.location.search);
+  $("q").value = params.get("q") || "";
+  $("tag").value = params.get("tag") || "";
+  $("search-form").addEventListener("submit", search);
+  $("prefix").addEventListener("change", () => $("q").value.trim() && search());
+  $("back").addEventListener("click", () => {
+    history.pushState(null, "", window.location.pathname + window.location.search);
+    showResults();
+  });
+  $("more").addEventListener("click", () => openDoc && showDocument(openDoc.path, true));
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value);
+    $("token-form").hidden = true;
+    say("");
+    loadFolders();
+    refreshStatus();
+    if ($("q").value.trim()) search();
+  });
+  window.addEventListener("hashchange", route);
+  loadFolders().then(() => {
+    if ($("q").value.trim()) search(null, true);
+    route();
+  });
+  refreshStatus();
+}
+
+start();

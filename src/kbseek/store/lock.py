@@ -1,0 +1,95 @@
+"""The writer lock: one indexing pass at a time per index, across processes.
+
+SQLite alone keeps the file consistent, but two processes running passes over
+the same knowledge base would race on which of them inserts a document, and
+the loser would fail half-way with a bare "database is locked". So a pass holds
+an advisory lock on ``writer.lock`` beside the index; a second process either
+skips its pass (a server: the other one is indexing the same files) or stops
+with a message naming the holder (``kbseek index``). Readers never take it.
+
+The lock is an OS file lock (``flock`` / ``msvcrt.locking``), so it is released
+when its holder exits or crashes: no stale lock files to clean up by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from kbseek.errors import IndexLocked
+
+LOCK_FILENAME = "writer.lock"
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(f: IO[str]) -> bool:
+        try:
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(f: IO[str]) -> None:
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(f: IO[str]) -> bool:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(f: IO[str]) -> None:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+class WriterLock:
+    """``with lock.hold():`` around a pass; raises :class:`IndexLocked` if another process has it."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.path = index_dir / LOCK_FILENAME
+
+    def holder(self) -> str:
+        """Who holds the lock, as its holder wrote it ("pid 123, kbseek serve"), or "" if unknown."""
+        try:
+            return self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        f = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole pass
+        try:
+            if not _try_lock(f):
+                who = self.holder() or "another process"
+                raise IndexLocked(
+                    f"the index in {self.path.parent} is being updated by another kbseek process ({who}); "
+                    "it indexes the same files, so wait for it to finish, or stop it and run this again"
+                )
+            try:
+                f.seek(0)
+                f.truncate()
+                f.write(f"pid {os.getpid()}, {_command()}\n")
+                f.flush()
+                yield
+            finally:
+                f.seek(0)
+                f.truncate()
+                f.flush()
+                _unlock(f)
+        finally:
+            f.close()
+
+
+def _command() -> str:
+    args = [Path(sys.argv[0]).name, *sys.argv[1:2]] if sys.argv and sys.argv[0] else ["python"]
+    return " ".join(args)

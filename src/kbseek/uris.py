@@ -1,0 +1,67 @@
+"""``kb://`` resource URIs: building them, and parsing them as untrusted input (T8).
+
+Paths keep ``/`` and percent-encode everything else, so a Japanese or
+space-containing path gives a valid ASCII URI that round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
+
+DOC_PREFIX = "kb://doc/"
+TOPIC_PREFIX = "kb://topic/"
+
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+class BadResourceUri(ValueError):
+    """A ``kb://`` URI that cannot name anything kbseek offers; the message says why."""
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    kind: str  # "doc" | "topic"
+    path: str
+    """Root-relative POSIX path (a document) or a topic prefix ending in ``/`` (``""`` for the root)."""
+
+
+def document_uri(path: str) -> str:
+    return DOC_PREFIX + quote(path, safe="/")
+
+
+def topic_uri(prefix: str) -> str:
+    return TOPIC_PREFIX + quote(prefix, safe="/")
+
+
+def parse_uri(uri: str) -> ResourceRef:
+    """Decode a ``kb://doc/…`` or ``kb://topic/…`` URI, refusing anything that could escape or confuse."""
+    if uri.startswith(DOC_PREFIX):
+        kind, raw = "doc", uri[len(DOC_PREFIX) :]
+    elif uri.startswith(TOPIC_PREFIX):
+        kind, raw = "topic", uri[len(TOPIC_PREFIX) :]
+    else:
+        raise BadResourceUri(f"{uri!r} is not a kbseek resource: use kb://doc/<path> or kb://topic/<prefix>")
+    if _BAD_ESCAPE.search(raw):
+        raise BadResourceUri(f"{uri!r} has a malformed percent-escape")
+    if "?" in raw or "#" in raw:
+        raise BadResourceUri(f"{uri!r} has a query or fragment; kb:// URIs name a path only")
+    try:
+        path = unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise BadResourceUri(f"{uri!r} does not decode to UTF-8 text") from None
+    if "\x00" in path:
+        raise BadResourceUri(f"{uri!r} contains a NUL character")
+    if "\\" in path:
+        raise BadResourceUri(f"{uri!r} contains a backslash; paths use '/'")
+    segments = path.split("/")
+    if any(s in ("..", ".") for s in segments):
+        raise BadResourceUri(f"{uri!r} contains a '.' or '..' segment; resource paths never climb")
+    if path.startswith("/") or "//" in path:
+        raise BadResourceUri(f"{uri!r} has an empty path segment")
+    if kind == "doc" and (not path or path.endswith("/")):
+        raise BadResourceUri(f"{uri!r} names a folder, not a document; read kb://topic/ for a listing")
+    if kind == "topic" and path and not path.endswith("/"):
+        path += "/"
+    return ResourceRef(kind, path)
