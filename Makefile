@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 CONFORMANCE := conformance/node_modules/.installed
 
-.PHONY: demo test lint format bench clean browser
+.PHONY: demo test lint format bench clean browser wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,14 +40,24 @@ $(CONFORMANCE): conformance/package.json conformance/package-lock.json
 	  npm ci --prefix conformance --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "note: npm is not installed; the conformance test will be skipped"; fi
 
+# Build the sdist and wheel into dist/, check the wheel carries every tracked file under src/kbseek,
+# install it into a fresh venv under build/wheel-smoke/ and drive that installed command (index, a
+# search over stdio MCP, the web page over HTTP, and uvx). The editable .venv cannot catch a file left
+# out of the package; this can.
+wheel-smoke: $(DEV_STAMP)
+	$(BIN)/python tests/package/smoke_wheel.py
+
+# The wheel smoke test runs before pytest so that pytest's summary stays the run's closing line.
 test: $(DEV_STAMP) browser $(CONFORMANCE)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(MAKE) --no-print-directory wheel-smoke
 	$(BIN)/pytest
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks examples
 	$(BIN)/ruff format src tests benchmarks examples
 
+# build/ holds the wheel smoke test's fresh venv and logs, dist/ the built sdist and wheel.
 clean:
 	rm -rf $(VENV) examples/kb/.kbseek build dist src/*.egg-info conformance/node_modules test-artifacts

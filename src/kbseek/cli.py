@@ -10,6 +10,7 @@ import functools
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,9 @@ from kbseek.config import SettingsSource, find_config
 from kbseek.core import KbCore
 from kbseek.errors import KbError
 from kbseek.ingest.indexer import IndexReport
+from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
+from kbseek.words import counted
 
 
 def _configure_logging(verbose: int) -> None:
@@ -62,7 +65,7 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 cfg.resolve() if cfg else None, root=kb, index_dir=index_dir,
                 semantic=False if lexical_only else None,
             )  # fmt: skip
-            core = KbCore(source.load(), source=source)
+            core = KbCore(source.load(), source=source, read_only=getattr(fn, "reads_only", False))
         except KbError as exc:
             raise click.ClickException(str(exc)) from exc
         try:
@@ -73,6 +76,12 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             core.close()
 
     return wrapper
+
+
+def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a command that only looks (status, get): its core creates no index folder in the notes."""
+    fn.reads_only = True  # type: ignore[attr-defined]
+    return fn
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,38 +97,126 @@ def cli() -> None:
     """
 
 
-class _Progress:
-    """A one-line progress display on a terminal's stderr; silent when stderr is not a terminal."""
+class _Display:
+    """Progress of ``kbseek index``. This base shows nothing: ``--quiet`` and ``--json``."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.shown = False
+    def note(self, text: str) -> None:
+        """Something slow that is not a phase of the pass (loading the model)."""
 
-    def __call__(self, done: int, total: int, what: str) -> None:
-        if not self.enabled or total == 0:
-            return
-        label = what if len(what) <= 50 else "…" + what[-49:]
-        sys.stderr.write(f"\r\033[K{done}/{total} {label}")
-        sys.stderr.flush()
-        self.shown = True
+    def __call__(self, snap: ProgressSnapshot) -> None:
+        """The pass moved; ``snap`` is the shared tracker's reading, the same one ``index_status`` gives."""
 
     def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+        """The pass is over: leave the terminal clean for the summary."""
+
+
+class _TerminalBar(_Display):
+    """A tqdm bar on a terminal's stderr, one per phase, cleared when the phase ends.
+
+    tqdm only draws the bar and the counts; rate and ETA come from the shared tracker, so the bar
+    agrees with ``index_status``. Log records are routed through tqdm meanwhile, so a warning
+    prints above the bar instead of through it.
+    """
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        self._tqdm = tqdm
+        self._bar: tqdm[Any] | None = None
+        self._phase: str | None = None
+        self._redirect = logging_redirect_tqdm()
+        self._redirect.__enter__()
+
+    def _new_bar(self, desc: str, total: int | None, unit: str, fmt: str) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar = self._tqdm(
+            desc=desc, total=total, unit=unit, bar_format=fmt, file=sys.stderr, leave=False,
+            dynamic_ncols=True,
+        )  # fmt: skip
+
+    def note(self, text: str) -> None:
+        self._new_bar(text, None, "", "{desc}…")
+        self._phase = None
+
+    def __call__(self, snap: ProgressSnapshot) -> None:
+        if snap.phase != self._phase:
+            self._phase = snap.phase
+            counts = "{n_fmt}/{total_fmt} {unit}" if snap.total is not None else "{n_fmt} {unit}"
+            bar = "{percentage:3.0f}%|{bar}| " if snap.total is not None else ""
+            self._new_bar(snap.phase, snap.total, snap.unit, "{desc}: " + bar + counts + "{postfix}")
+        assert self._bar is not None
+        if snap.total is not None and self._bar.total != snap.total:
+            self._bar.total = snap.total  # the scan learns its total only when it ends
+        self._bar.set_postfix_str(describe_timing(snap.done, snap.total, snap.rate, snap.eta), refresh=False)
+        self._bar.update(snap.done - self._bar.n)  # redraws at most every 0.1 s
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        self._redirect.__exit__(None, None, None)
+
+
+class _LogLines(_Display):
+    """Progress for a pipe or a log file: plain lines on stderr, no carriage returns or colours.
+
+    One line about every ``interval`` seconds and one when a phase starts, but nothing during the
+    first ``interval`` of the pass: a pass that short prints only its summary, so a cron log of
+    quick incremental runs stays quiet while a long first index says what it is doing.
+    """
+
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._started = self._last = clock()
+        self._phase: str | None = None
+
+    def _say(self, line: str) -> None:
+        self._last = self._clock()
+        click.echo(f"kbseek: {line}", err=True)
+
+    def _quiet_yet(self) -> bool:
+        return self._clock() - self._started < self.interval
+
+    def note(self, text: str) -> None:
+        if not self._quiet_yet():
+            self._say(text)
+
+    def __call__(self, snap: ProgressSnapshot) -> None:
+        new_phase, self._phase = snap.phase != self._phase, snap.phase
+        if self._quiet_yet():
+            return
+        if new_phase:
+            self._say(snap.describe_start())
+        elif self._clock() - self._last >= self.interval:
+            self._say(snap.describe())
+
+
+def _progress_display(*, silent: bool, interval: float) -> _Display:
+    """A bar on a terminal, plain lines on a pipe or in a log, nothing when asked for silence."""
+    if silent:
+        return _Display()
+    if sys.stderr.isatty():
+        return _TerminalBar()
+    return _LogLines(interval)
 
 
 def _summary(report: IndexReport, core: KbCore) -> str:
     docs, chunks = core.store.counts()
     lines = [
-        f"indexed {docs} documents, {chunks} chunks in {report.seconds:.2f}s ({core.store.path})",
+        f"indexed {counted(docs, 'document')}, {counted(chunks, 'chunk')} in {report.seconds:.2f}s "
+        f"({core.store.path})",
         f"  added {len(report.added)}, updated {len(report.updated)}, renamed {len(report.renamed)}, "
         f"deleted {len(report.deleted)}, unchanged {report.unchanged}, skipped {len(report.skipped)}"
-        + (f", embedded {report.chunks_embedded} chunks" if report.chunks_embedded else ""),
+        + (f", embedded {counted(report.chunks_embedded, 'chunk')}" if report.chunks_embedded else ""),
     ]
     lines.extend(f"  renamed {old} → {new}" for old, new in report.renamed)
     lines.extend(f"  skipped {path}: {reason}" for path, reason in report.skipped)
     lines.extend(f"  warning {path}: {message}" for path, message in report.warnings)
+    if docs == 0:
+        lines.append(core.nothing_found_note())  # what to do next, not just "indexed 0 documents"
     return "\n".join(lines)
 
 
@@ -128,18 +225,29 @@ def _summary(report: IndexReport, core: KbCore) -> str:
 @click.option(
     "--reembed", is_flag=True, help="Drop every vector and embed all chunks again (after a model change)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def index(core: KbCore, reembed: bool, as_json: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print only the summary, as JSON on stdout (no progress)."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Show no progress; print only the summary.")
+@click.option(
+    "--progress-interval", type=click.FloatRange(min=0), default=5.0, envvar="KBSEEK_PROGRESS_INTERVAL",
+    hidden=True, help="Seconds between progress lines when stderr is not a terminal.",
+)  # fmt: skip
+def index(core: KbCore, reembed: bool, as_json: bool, quiet: bool, progress_interval: float) -> None:
     """Build or update the index (incremental: only changed files are read).
+
+    Progress goes to stderr, phase by phase (scan, parse, embed) with counts, rate and ETA: a bar
+    on a terminal; on a pipe or in a log, a plain line about every 5 seconds and when a phase
+    starts (a pass shorter than that prints only its summary).
 
     \b
     Example:
         kbseek index --kb examples/kb
     """
-    progress = _Progress(enabled=not as_json)
+    progress = _progress_display(silent=quiet or as_json, interval=progress_interval)
     try:
         if core.settings.semantic:
-            progress(0, 1, "loading the embedding model")
+            progress.note("loading the embedding model")
             core.load_semantic()
             status = core.status()
             if status.semantic == "unavailable" and not (reembed and core.model_mismatch):
@@ -290,6 +398,7 @@ def search(
 @cli.command()
 @kb_options
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@reads_only
 def status(core: KbCore, as_json: bool) -> None:
     """Show what is indexed, what was skipped and why, and where the index lives."""
     r = core.status()
@@ -302,6 +411,7 @@ def status(core: KbCore, as_json: bool) -> None:
 @click.option("--offset", type=int, default=0, help="Character offset to start at.")
 @click.option("--max-chars", type=int, default=None, help="Characters to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@reads_only
 def get_document(core: KbCore, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
     """Print a document by its path relative to the knowledge-base root (through the same guard as MCP)."""
     r = core.get_document(path, offset=offset, max_chars=max_chars)
@@ -350,6 +460,63 @@ def eval_command(core: KbCore, golden: Path, fmt: str, fail_under: tuple[str, ..
               if summary["overall"].get(m, 0.0) < v]  # fmt: skip
     if failed:
         raise click.ClickException("below the floor: " + "; ".join(failed))
+
+
+_DOCTOR_COLOURS = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
+
+
+# Not through kb_options: that wrapper builds the core, which creates the index folder and raises on a
+# broken config, and doctor must stay read-only and report a broken config as a failed check.
+@cli.command()
+@click.option("--kb", "kb", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_KB",
+              help="Knowledge-base folder (default: `kb` in kbseek.toml).")  # fmt: skip
+@click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False), envvar="KBSEEK_CONFIG",
+              help="Config file (default: ./kbseek.toml if present).")  # fmt: skip
+@click.option("--index-dir", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_INDEX_DIR",
+              help="Where the index lives (default: <kb>/.kbseek, or the user cache dir).")  # fmt: skip
+@click.option("--lexical-only", is_flag=True, help="Skip the embedding model check (keyword search only).")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as a JSON list.")
+@click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
+def doctor(
+    kb: Path | None, config: Path | None, index_dir: Path | None, lexical_only: bool, as_json: bool,
+    verbose: int,
+) -> None:  # fmt: skip
+    """Check what usually goes wrong, and say how to fix each thing.
+
+    Python version, config, embedding model (loaded for real, about a
+    second), index and its schema, the writer lock, the file watcher's
+    inotify limits and free disk space. Read-only: it creates and changes
+    nothing. Exit status 1 if any check fails.
+
+    \b
+    Example:
+        kbseek doctor --kb ~/notes
+    """
+    from kbseek.doctor import DoctorOptions, run_doctor
+
+    _configure_logging(verbose)
+    options = DoctorOptions(
+        kb=kb, config=config, index_dir=index_dir, lexical_only=lexical_only, cwd=Path.cwd()
+    )
+    results = run_doctor(options)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))
+    else:
+        width = max(len(r.name) for r in results)
+        for r in results:
+            status = click.style(f"{r.status:<4}", fg=_DOCTOR_COLOURS[r.status], bold=r.status == "fail")
+            click.echo(f"{status}  {r.name:<{width}}  {r.detail}")
+            if r.fix and r.status != "ok":
+                click.echo(f"{'':<4}  {'':<{width}}  fix: {r.fix}")
+        counts = {s: sum(r.status == s for r in results) for s in _DOCTOR_COLOURS}
+        click.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    if any(r.status == "fail" for r in results):
+        sys.exit(1)
+
+
+from kbseek.cli_service import service as _service  # noqa: E402 - kept beside its registration
+
+cli.add_command(_service)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.watch import Watcher
+from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
 from kbseek.responses import (
     DocumentResponse,
     Explanation,
@@ -53,6 +54,7 @@ from kbseek.store.lock import WriterLock
 from kbseek.store.sqlite import DocumentRow, Store
 from kbseek.topics import topic_prefix
 from kbseek.uris import document_uri
+from kbseek.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +94,16 @@ class KbCore:
     """Index, search and read one knowledge base."""
 
     def __init__(
-        self, settings: Settings, *, embedder: Embedder | None = None, source: SettingsSource | None = None
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        source: SettingsSource | None = None,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: this core only reads (``kbseek status``, ``get``). It never creates the index
+        folder, answers from an empty index when there is none yet, and runs no indexing pass, so
+        looking at a knowledge base leaves no trace in it."""
         self.settings = settings
         self.source = source
         self._config_note: str | None = None
@@ -101,14 +111,17 @@ class KbCore:
         self.limits = settings.limits
         self.root = settings.root
         self.index_dir = resolve_index_dir(settings)
-        _prepare_index_dir(self.index_dir)
-        self.store = Store(self.index_dir / INDEX_FILENAME)
+        self.read_only = read_only
+        if not read_only:
+            _prepare_index_dir(self.index_dir)
+        self.store = Store(self.index_dir / INDEX_FILENAME, create=not read_only)
         self.registry = Registry(settings.parsers)
         self._pass_lock = threading.Lock()
         self._writer = WriterLock(self.index_dir)
         self._other_writer: str | None = None
-        self._progress: IndexProgress | None = None
+        self._progress: ProgressSnapshot | None = None
         self._indexing = False
+        self._pass_failed = False
         self._last_check = 0.0
         self._last_report: IndexReport | None = None
         self._last_error: str | None = None
@@ -120,6 +133,7 @@ class KbCore:
         self._dense: DenseIndex | None = None
         self._semantic_error: str | None = None
         self._model_mismatch: IndexIncompatible | None = None
+        self._load_started = False  # "loading" is only true once someone starts loading the model
         if settings.semantic:
             self.embedder = embedder if embedder is not None else make_embedder(settings.embed)
             self._semantic = "loading"
@@ -209,6 +223,7 @@ class KbCore:
         """Load the embedding model and the vectors; on failure the server stays lexical and says why."""
         if self.embedder is None:
             return
+        self._load_started = True
         try:
             self.embedder.load()
             self._indexer(embed=True)._check_model()
@@ -247,6 +262,7 @@ class KbCore:
                     log.error("embedding pass failed: %s", exc)
 
         self._indexing = True  # visible at once, before the thread is scheduled
+        self._load_started = True
         thread = threading.Thread(target=work, name="kbseek-catch-up", daemon=True)
         self._threads.append(thread)
         thread.start()
@@ -270,17 +286,21 @@ class KbCore:
     def index(
         self,
         *,
-        progress: Progress | None = None,
+        progress: ProgressListener | None = None,
         prune_disabled: bool = True,
         embed: bool = True,
         reembed: bool = False,
     ) -> IndexReport:
         """Run one incremental pass (waits for a running one to finish first).
 
+        ``progress`` receives the same snapshots (phase, counts, rate, ETA) that ``status`` shows.
+
         With ``reembed``, every vector is dropped first and the model is loaded
         again, which is how an index built with another model is brought over.
         An index whose vectors came from another model is refused otherwise.
         """
+        if self.read_only:
+            raise KbError("this command only reads the index; run `kbseek index` to build or update it")
         with self._pass_lock, self._holding_writer():
             if reembed:
                 self._indexer(embed=False).reembed()
@@ -307,22 +327,35 @@ class KbCore:
 
     @contextmanager
     def _running_pass(self) -> Iterator[None]:
-        """``indexing`` and ``progress`` in the status are true exactly while a pass runs."""
+        """``indexing`` and ``progress`` in the status are true exactly while a pass runs.
+
+        A pass that failed is owed: the next freshness check runs one even if no file changed,
+        since a pass that failed in its embed phase left written documents whose chunks have no
+        vector, which the stat scan cannot see.
+        """
         self._indexing = True
         try:
             yield
+        except BaseException:
+            self._pass_failed = True
+            raise
+        else:
+            self._pass_failed = False
         finally:
             self._indexing = False
             self._progress = None
 
-    def _tracking(self, progress: Progress | None) -> Progress:
-        """Keep the running pass's progress for ``status`` (the web page's band), and pass it on."""
+    def _tracking(self, listener: ProgressListener | None) -> Progress:
+        """One tracker per pass turns the indexer's counts into rate and ETA; its snapshot is kept for
+        ``status`` (index_status, the web page's band) and handed to the caller's display, so both
+        show the same numbers."""
+        tracker = ProgressTracker()
 
-        def track(done: int, total: int, what: str) -> None:
-            phase = "embedding" if what == "embedding" else "indexing"
-            self._progress = IndexProgress(phase=phase, done=done, total=total)
-            if progress is not None:
-                progress(done, total, what)
+        def track(phase: str, done: int, total: int | None, item: str) -> None:
+            snap = tracker.update(phase, done, total, item)
+            self._progress = snap
+            if listener is not None:
+                listener(snap)
 
         return track
 
@@ -354,7 +387,7 @@ class KbCore:
         Never waits: if a pass is already running, the caller answers from the index as it is.
         """
         now = time.monotonic()
-        if now - self._last_check < self.settings.freshness_interval_s:
+        if self.read_only or now - self._last_check < self.settings.freshness_interval_s:
             return
         self._reload_if_config_changed()
         if not self._pass_lock.acquire(blocking=False):
@@ -363,7 +396,7 @@ class KbCore:
             self._last_check = now
             indexer = self._indexer(embed=self._semantic == "ok")
             scanned = indexer.quick_scan()
-            if not indexer.needs_pass(scanned):
+            if not indexer.needs_pass(scanned) and not self._pass_failed:
                 return
             with self._holding_writer(), self._running_pass():
                 report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
@@ -388,7 +421,47 @@ class KbCore:
 
     def summary(self) -> IndexSummary:
         docs, chunks = self.store.counts()
-        return IndexSummary(documents=docs, chunks=chunks, indexing=self._indexing)
+        return IndexSummary(
+            documents=docs, chunks=chunks, indexing=self._indexing, embedded=self._covered(chunks)
+        )
+
+    def _covered(self, chunks: int) -> int | None:
+        """Chunks the dense leg searches now: the loaded snapshot, which is what a search uses.
+
+        It trails the store while an embedding pass runs (the snapshot is refreshed after the pass),
+        so it never claims vectors a search cannot see yet. ``None`` without a loaded model.
+        """
+        if self._semantic != "ok" or self._dense is None:
+            return None
+        return min(len(self._dense), chunks)
+
+    def _semantic_state(self, chunks: int) -> tuple[str, int | None, str | None]:
+        """(state, embedded chunks, note) for ``status``: what semantic search can do, read honestly.
+
+        A process that loaded (or is loading) the model answers from it. One that never will
+        (``kbseek status``) reads the index instead: whether its vectors are of the configured model
+        and how many chunks have one; loading a model just to report on it would cost seconds.
+        """
+        if self.embedder is None:
+            return "off", None, None
+        if self._semantic == "unavailable":
+            return "unavailable", None, None  # the error is in the notes already
+        if self._semantic == "loading" and self._load_started:
+            return "loading", self.store.embedded_count(), None
+        if self._semantic == "ok":
+            embedded = self._covered(chunks) or 0
+        else:
+            try:
+                self._indexer(embed=True)._check_model()
+            except IndexIncompatible as exc:
+                return "unavailable", None, str(exc)
+            embedded = self.store.embedded_count()
+        if embedded >= chunks:
+            return "ok", embedded, None
+        rest = chunks - embedded
+        how = "the running pass embeds them" if self._indexing else "`kbseek index` or a server embeds them"
+        unseen = f"{counted(rest, 'chunk')} of {chunks} have no vector yet: semantic search does not see them"
+        return "partial", embedded, f"{unseen}; {how}"
 
     # -- the servable set (D3, D4) -----------------------------------------------------------------
 
@@ -442,7 +515,7 @@ class KbCore:
         docs = [d for d in self.store.documents() if d.path in servable and topic_prefix(d.path) == prefix]
         if not docs:
             return None
-        lines = [f"# Topic {prefix or '(root)'}", "", f"{len(docs)} documents.", ""]
+        lines = [f"# Topic {prefix or '(root)'}", "", f"{counted(len(docs), 'document')}.", ""]
         lines.extend(f"- [{d.title}]({document_uri(d.path)}) — `{d.path}`" for d in docs)
         return "\n".join(lines) + "\n"
 
@@ -493,6 +566,7 @@ class KbCore:
             max_terms=lim.max_query_terms, max_hits_per_document=lim.max_hits_per_document,
         )  # fmt: skip
         result = run_search(self.store, request, self._dense_leg())
+        codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
         truncated = result.more_available
         if result.compiled.dropped:
             truncated = True
@@ -501,8 +575,10 @@ class KbCore:
                 + " ".join(result.compiled.dropped[:20])
                 + " — shorten the query"
             )
+            codes.append("terms_dropped")
         if result.more_available:
             notes.append(f"more hits exist beyond limit={n}; raise limit or narrow with path_prefix/tags")
+            codes.append("more_hits")
         servable = set(self.servable_document_paths(among={h.chunk.path for h in result.hits}))
         hits: list[SearchHit] = []
         for h in result.hits:
@@ -533,20 +609,32 @@ class KbCore:
                     else None,
                 )
             )
+        summary = self.summary()
         semantic = self._semantic
-        legs = Legs(lexical="ok" if result.compiled.expression else "no_terms", semantic=semantic)
         if semantic == "loading":
             notes.append("the embedding model is still loading: these results are lexical only")
+            codes.append("semantic_loading")
         elif semantic == "unavailable":
             notes.append(f"semantic search is unavailable, results are lexical only: {self._semantic_error}")
-        summary = self.summary()
+            codes.append("semantic_unavailable")
+        elif summary.embedded is not None and summary.embedded < summary.chunks:
+            # While the background pass embeds, "ok" would claim a coverage the dense leg lacks.
+            semantic = "partial"
+            notes.append(
+                f"semantic search covers {summary.embedded} of {counted(summary.chunks, 'chunk')} so far"
+                + (" (embedding is still running)" if summary.indexing else "")
+                + ": hits from the rest were found by their words only"
+            )
+            codes.append("semantic_partial")
+        legs = Legs(lexical="ok" if result.compiled.expression else "no_terms", semantic=semantic)
         if not hits:
             notes.append(
                 self._empty_explanation(summary, result.compiled.expression is None, prefix, tag_list)
             )
+            codes.append("empty")
         response = SearchResponse(
-            query=query, hits=hits, legs=legs, truncated=truncated, notes=notes, index=summary,
-            low_confidence=result.low_confidence,
+            query=query, hits=hits, legs=legs, truncated=truncated, notes=notes, note_codes=codes,
+            index=summary, low_confidence=result.low_confidence,
         )  # fmt: skip
         return _fit_search(response, lim.max_response_chars)
 
@@ -569,7 +657,8 @@ class KbCore:
                 ([f"path_prefix={prefix!r}"] if prefix else []) + ([f"tags={list(tags)}"] if tags else [])
             )
         base = (
-            f"no chunk matched{scope}; the index holds {summary.documents} documents and {summary.chunks} chunks"
+            f"no chunk matched{scope}; the index holds {counted(summary.documents, 'document')} and "
+            f"{counted(summary.chunks, 'chunk')}"
             + (" (indexing is still running, results may be incomplete)" if summary.indexing else "")
         )
         if no_terms:
@@ -586,7 +675,9 @@ class KbCore:
         ids = list(dict.fromkeys(i.strip() for i in chunk_ids if i.strip()))
         truncated = False
         if len(ids) > lim.max_chunk_ids:
-            notes.append(f"{len(ids)} chunk ids were given; only the first {lim.max_chunk_ids} were fetched")
+            notes.append(
+                f"{counted(len(ids), 'chunk id')} were given; only the first {lim.max_chunk_ids} were fetched"
+            )
             ids, truncated = ids[: lim.max_chunk_ids], True
 
         missing: list[MissingChunk] = []
@@ -676,7 +767,7 @@ class KbCore:
             notes.append(f"offset={offset} was raised to 0")
             offset = 0
         if offset > total:
-            notes.append(f"offset={offset} is past the end of the document ({total} characters)")
+            notes.append(f"offset={offset} is past the end of the document ({counted(total, 'character')})")
             offset = total
         text = doc.text[offset : offset + n]
         end = offset + len(text)
@@ -715,7 +806,7 @@ class KbCore:
         ]
         truncated = len(topics) > lim.max_topics
         if truncated:
-            notes.append(f"{len(topics)} topics exist; only the first {lim.max_topics} are listed")
+            notes.append(f"{counted(len(topics), 'topic')} exist; only the first {lim.max_topics} are listed")
             topics = topics[: lim.max_topics]
         if any(t.more_titles for t in topics):
             notes.append(
@@ -765,6 +856,19 @@ class KbCore:
             index=self.summary(),
         )  # fmt: skip
 
+    def index_command(self) -> str:
+        """The command that indexes this knowledge base, for notes that tell a person what to run."""
+        index_dir = f" --index-dir {self.settings.index_dir}" if self.settings.index_dir is not None else ""
+        return f"kbseek index --kb {self.root}{index_dir}"
+
+    def nothing_found_note(self) -> str:
+        """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
+        exts = ", ".join(sorted(self.registry.extensions))
+        return (
+            f"no Markdown or other indexable files were found under {self.root}: kbseek indexes {exts} "
+            "files — add notes there, or check the exclusions (exclude_dirs in the config, .kbseekignore)"
+        )
+
     def status(self, *, max_skipped: int = 50) -> StatusResponse:
         docs, chunks = self.store.counts()
         skipped = self.store.skipped()
@@ -783,12 +887,19 @@ class KbCore:
                 "its changes are read from the shared index"
             )
         if len(skipped) > max_skipped:
-            notes.append(f"{len(skipped)} files were skipped; the first {max_skipped} are listed")
+            notes.append(f"{counted(len(skipped), 'path')} were skipped; the first {max_skipped} are listed")
+        if last is None and not self._indexing:
+            notes.append(f"not indexed yet: run `{self.index_command()}` to build the index")
+        elif last is not None and docs == 0 and not self._indexing:
+            notes.append(self.nothing_found_note())
+        semantic, embedded, semantic_note = self._semantic_state(chunks)
+        if semantic_note:
+            notes.append(semantic_note)
         return StatusResponse(
             root=str(self.root), index_path=str(self.store.path), documents=docs, chunks=chunks,
-            indexing=self._indexing, progress=self._progress, last_index_at=_iso(float(last)) if last else None,
+            indexing=self._indexing, progress=_progress_model(self._progress), last_index_at=_iso(float(last)) if last else None,
             last_pass_seconds=round(self._last_report.seconds, 3) if self._last_report else None,
-            semantic=self._semantic,
+            semantic=semantic, embedded=embedded,
             watcher=self.watcher_state, model=self.embedder.model_id if self.embedder else None,
             parsers=list(self.registry.enabled),
             skipped=[SkippedFile(path=p, reason=r) for p, r in skipped[:max_skipped]],
@@ -798,6 +909,17 @@ class KbCore:
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
+
+
+def _progress_model(snap: ProgressSnapshot | None) -> IndexProgress | None:
+    """The running pass as ``index_status`` reports it (rounded: an agent plans in seconds, not µs)."""
+    if snap is None:
+        return None
+    return IndexProgress(
+        phase=snap.phase, done=snap.done, total=snap.total, unit=snap.unit,
+        rate=round(snap.rate, 2) if snap.rate is not None else None,
+        eta=round(snap.eta, 1) if snap.eta is not None else None,
+    )  # fmt: skip
 
 
 def _leading_day(value: str) -> str | None:
@@ -826,6 +948,8 @@ def _fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:
         hits.pop()
     notes = [
         *response.notes,
-        f"the response was cut to {len(hits)} hits to stay under {max_chars} characters; lower snippet_chars",
+        f"the response was cut to {counted(len(hits), 'hit')} to stay under {max_chars} characters; "
+        "lower snippet_chars",
     ]
-    return response.model_copy(update={"hits": hits, "truncated": True, "notes": notes})
+    codes = [*response.note_codes, "cut_to_fit"]
+    return response.model_copy(update={"hits": hits, "truncated": True, "notes": notes, "note_codes": codes})

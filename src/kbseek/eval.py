@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,22 @@ from typing import Any
 import yaml
 
 from kbseek.core import KbCore
-from kbseek.errors import ConfigError
+from kbseek.errors import ConfigError, KbError
+from kbseek.guard import relative_path
+from kbseek.models import HEADING_SEPARATOR
 from kbseek.responses import SearchHit
+from kbseek.words import counted
 
 KS = (1, 5, 10)
+MISS_K = 5
+"""An expected item not in the top MISS_K is a miss; the report shows that many hits as "got"."""
 LAST_RUN_FILENAME = "eval-last.json"
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Paths compared as text a person would call equal: a file name typed in the golden file is
+    NFC, while the file system may hand back NFD (macOS), and both must name the same note."""
+    return unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b)
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class Expected:
         Small sections are merged into one chunk, so the section a query is about
         may sit inside a chunk whose heading path names its first section only.
         """
-        if hit.path != self.path:
+        if not _same_path(hit.path, self.path):
             return False
         if self.heading is None or self.heading in hit.heading_path:
             return True
@@ -55,6 +67,10 @@ class Expected:
             for line in chunk_text.splitlines()
             if line.startswith("#")
         )
+
+    def label(self) -> str:
+        """``path § heading``: a miss on the section must not read like a miss on the document."""
+        return f"{self.path} § {self.heading}" if self.heading else self.path
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,27 @@ class QueryResult:
     """1-based rank of each expected item's first matching hit (None = not in the top 10)."""
     low_confidence: bool
     top_paths: list[str] = field(default_factory=list)
+    """Paths of the top MISS_K hits: the cut-off a miss is judged by, so "got" holds what was judged."""
+    top_sections: list[str] = field(default_factory=list)
+    """The same hits as ``path › heading path``, to see which section of a right document came back."""
+    document_ranks: list[int | None] = field(default_factory=list)
+    """Per expected item: rank of the first hit from its document, whichever section it is."""
+
+    def missed(self) -> list[dict[str, Any]]:
+        """Expected items outside the top MISS_K, each with where it (or its document) ranked and why."""
+        out = []
+        for e, rank, doc_rank in zip(self.query.expected, self.ranks, self.document_ranks, strict=True):
+            if rank is not None and rank <= MISS_K:
+                continue
+            if rank is not None:
+                why = f"ranked {rank}, below the top {MISS_K}"
+            elif doc_rank is not None and e.heading:
+                why = f"the document ranked {doc_rank}, but no hit in the top 10 is its section {e.heading!r}"
+            else:
+                why = "not in the top 10"
+            out.append({"path": e.path, "heading": e.heading, "rank": rank, "document_rank": doc_rank,
+                        "why": why})  # fmt: skip
+        return out
 
     def recall(self, k: int) -> float:
         return sum(1 for r in self.ranks if r is not None and r <= k) / len(self.ranks)
@@ -113,7 +150,14 @@ def load_golden(path: Path) -> list[GoldenQuery]:
         for e in expected_raw:
             if not isinstance(e, dict) or not isinstance(e.get("path"), str):
                 raise ConfigError(f"{where} ({qid}): each expected item needs a 'path'")
-            expected.append(Expected(e["path"], e.get("heading")))
+            try:
+                rel = relative_path(e["path"])  # "./a.md", "/a.md", "a\\b.md": the same as search's paths
+            except KbError as exc:
+                raise ConfigError(f"{where} ({qid}): {exc}") from exc
+            heading = e.get("heading")
+            if heading is not None:
+                heading = str(heading).lstrip("#").strip() or None  # "## Rollback" names "Rollback"
+            expected.append(Expected(rel, heading))
         tags = q.get("tags") or []
         out.append(GoldenQuery(qid, q["query"], tuple(expected), q.get("kind"), tuple(str(t) for t in tags)))
     return out
@@ -125,10 +169,17 @@ def run_eval(core: KbCore, queries: Sequence[GoldenQuery], *, limit: int = 10) -
         r = core.search(q.query, limit=limit)
         texts = {h.chunk_id: _chunk_text(core, h.chunk_id) for h in r.hits}
         ranks: list[int | None] = []
+        document_ranks: list[int | None] = []
         for e in q.expected:
             rank = next((i for i, h in enumerate(r.hits, 1) if e.matches(h, texts[h.chunk_id])), None)
             ranks.append(rank)
-        results.append(QueryResult(q, ranks, r.low_confidence, [h.path for h in r.hits[:3]]))
+            document_ranks.append(
+                next((i for i, h in enumerate(r.hits, 1) if _same_path(h.path, e.path)), None)
+            )
+        top = r.hits[:MISS_K]
+        sections = [f"{h.path} › {HEADING_SEPARATOR.join(h.heading_path[1:]) or '(top)'}" for h in top]
+        paths = [h.path for h in top]
+        results.append(QueryResult(q, ranks, r.low_confidence, paths, sections, document_ranks))
     return results
 
 
@@ -162,9 +213,9 @@ def summarize(results: Sequence[QueryResult]) -> dict[str, Any]:
             groups.setdefault(f"tag:{t}", []).append(r)
     misses = [
         {"id": r.query.id, "query": r.query.query, "expected": [e.path for e in r.query.expected],
-         "got": r.top_paths}
+         "got": r.top_paths, "got_sections": r.top_sections, "missed": r.missed()}
         for r in results
-        if r.ranks and any(rank is None or rank > 5 for rank in r.ranks)
+        if r.ranks and r.missed()
     ]  # fmt: skip
     return {
         "overall": _aggregate(results),
@@ -202,8 +253,15 @@ def format_text(summary: dict[str, Any], delta: dict[str, float] | None) -> str:
     if delta:
         lines.append("change since the previous run: " + ", ".join(f"{m} {v:+.3f}" for m, v in delta.items()))
     if summary["misses"]:
-        lines.append(f"{len(summary['misses'])} answerable queries missed an expected document in the top 5:")
-        lines.extend(
-            f"  {m['id']}: {m['query']!r} expected {m['expected']} got {m['got']}" for m in summary["misses"]
+        n = len(summary["misses"])
+        lines.append(
+            f"{counted(n, 'answerable query', 'answerable queries')} missed an expected document or section "
+            f"in the top {MISS_K}:"
         )
+        for m in summary["misses"]:
+            lines.append(f"  {m['id']}: {m['query']!r}")
+            for item in m["missed"]:
+                where = f"{item['path']} § {item['heading']}" if item["heading"] else item["path"]
+                lines.append(f"    missed {where}: {item['why']}")
+            lines.append(f"    got: {'; '.join(m['got_sections']) or 'no hits'}")
     return "\n".join(lines)

@@ -15,11 +15,19 @@ class IndexSummary(BaseModel):
     documents: int = Field(description="Documents in the index.")
     chunks: int = Field(description="Chunks in the index.")
     indexing: bool = Field(description="True while an indexing pass is running; results may be incomplete.")
+    embedded: int | None = Field(
+        default=None,
+        description="Chunks semantic search covers now (they have a vector); fewer than chunks while "
+        "embedding runs. Null when no embedding model is loaded.",
+    )
 
 
 class Legs(BaseModel):
     lexical: str = Field(description="'ok', or 'no_terms' when the query has no searchable words.")
-    semantic: str = Field(description="'ok', 'loading', 'off' or 'unavailable' (see notes).")
+    semantic: str = Field(
+        description="'ok', 'partial' (only index.embedded of index.chunks have a vector yet: hits from the "
+        "rest were found by their words only), 'loading', 'off' or 'unavailable' (see notes)."
+    )
 
 
 class Explanation(BaseModel):
@@ -38,7 +46,10 @@ class SearchHit(BaseModel):
         description="Document title, then the section headings down to this chunk."
     )
     score: float = Field(description="Higher is better; comparable only within one response.")
-    snippet: str = Field(description="A window of the chunk centred on the query's matches.")
+    snippet: str = Field(
+        description="A window of the chunk centred on the query's matches, as display text: Markdown "
+        "markup (anchors, HTML tags and comments, link URLs) left out; fetch() returns the text as written."
+    )
     highlights: list[list[int]] = Field(
         default_factory=list,
         description="[start, end) character spans of the snippet that match the query, to emphasise.",
@@ -63,6 +74,12 @@ class SearchResponse(BaseModel):
     )
     truncated: bool = Field(description="True when results or snippets were cut to fit the caps.")
     notes: list[str] = Field(description="What was clamped or cut, and why a result is empty.")
+    note_codes: list[str] = Field(
+        default_factory=list,
+        description="One machine-readable kind per entry of notes, in the same order: 'clamped', "
+        "'terms_dropped', 'more_hits', 'semantic_loading', 'semantic_partial', 'semantic_unavailable', "
+        "'empty', 'cut_to_fit'. A surface that words notes its own way (the web page) maps these.",
+    )
     index: IndexSummary
 
 
@@ -129,9 +146,22 @@ class SkippedFile(BaseModel):
 
 
 class IndexProgress(BaseModel):
-    phase: str = Field(description="'indexing' (reading changed files) or 'embedding' (computing vectors).")
-    done: int
-    total: int
+    """How far the running pass is, in the phase it is in.
+
+    A pass runs ``scan`` → ``parse`` → ``embed``; a phase with nothing to do is skipped. ``rate``
+    and ``eta`` are measured within the phase (files/s while parsing, chunks/s while embedding),
+    as of the latest count; both are null until something is done in measurable time.
+    """
+
+    phase: str = Field(
+        description="'scan' (listing files), 'parse' (reading, parsing and chunking changed files) "
+        "or 'embed' (computing vectors for new chunks)."
+    )
+    done: int = Field(description="Items finished in this phase.")
+    total: int | None = Field(description="Items this phase handles; null while the scan is still counting.")
+    unit: str = Field(description="What done and total count: 'files' or 'chunks'.")
+    rate: float | None = Field(description="Items per second in this phase so far.")
+    eta: float | None = Field(description="Seconds this phase still needs at that rate.")
 
 
 class StatusResponse(BaseModel):
@@ -143,7 +173,16 @@ class StatusResponse(BaseModel):
     progress: IndexProgress | None = Field(default=None, description="How far the running pass is.")
     last_index_at: str | None
     last_pass_seconds: float | None
-    semantic: str
+    semantic: str = Field(
+        description="'ok' (every chunk has a vector of the configured model), 'partial' (embedded of "
+        "chunks have one so far), 'loading' (this server is loading the model), 'off', or 'unavailable' "
+        "(see notes)."
+    )
+    embedded: int | None = Field(
+        default=None,
+        description="Chunks semantic search covers now, out of chunks; null when semantic search is off "
+        "or unavailable.",
+    )
     watcher: str = Field(
         default="off", description="'running', 'off', or 'unavailable: <why>' (stat scan then)."
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +101,31 @@ def test_two_index_processes_racing_leave_a_sound_complete_index(tmp_path: Path)
         assert check.store.conn.execute("SELECT count(DISTINCT path) FROM documents").fetchone()[0] == 300
     finally:
         check.close()
+
+
+def _open_store(path: str, barrier: Any, results: Any) -> None:
+    from kbseek.store.sqlite import Store
+
+    barrier.wait()
+    try:
+        Store(Path(path)).close()
+        results.put("ok")
+    except Exception as exc:  # the test reports whatever went wrong
+        results.put(repr(exc))
+
+
+def test_processes_creating_the_same_new_index_at_once_all_open_it(tmp_path: Path) -> None:
+    """A process that saw another's half-made schema once dropped its tables ("no such table: meta")."""
+    ctx = multiprocessing.get_context("fork")
+    failures = []
+    for trial in range(12):
+        path = str(tmp_path / f"index-{trial}.sqlite")
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_open_store, args=(path, barrier, results)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        outcomes = [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        failures += [o for o in outcomes if o != "ok"]
+    assert failures == []

@@ -107,6 +107,18 @@ def test_unknown_japanese_words_fall_back_to_bigrams() -> None:
     assert all(len(term) <= 2 for term in result)
 
 
+def test_bigrams_of_an_unknown_word_carry_the_word_and_whole_words_do_not() -> None:
+    # The snippet needs this to tell the word タブ from the bigram タブ inside イミュータブル.
+    text = "イミュータブルなタブ"
+    result = tokens(text)
+    pieces = [t for t in result if t.word is not None]
+    assert pieces and all(text[t.word[0] : t.word[1]] == "イミュータブル" for t in pieces)
+    assert "タブ" in {t.term for t in pieces}
+    whole = [t for t in result if t.word is None]
+    assert [(t.term, text[t.start : t.end]) for t in whole] == [("タブ", "タブ")]
+    assert all(t.word is None for t in tokens("猫 ginger 東京都庁"))
+
+
 def test_a_query_with_no_dictionary_entry_matches_via_bigrams(fts: sqlite3.Connection) -> None:
     fts.execute("DELETE FROM t")
     fts.execute("INSERT INTO t(rowid, body) VALUES (1, ?)", (index_text("新製品ザグリュンベルクを発表した"),))
@@ -194,6 +206,8 @@ def test_tokens_never_raise_and_offsets_are_ordered_non_empty_and_in_bounds(text
         assert 0 <= token.start < token.end <= len(text)
         assert token.start >= previous
         previous = token.start
+        if token.word is not None:
+            assert 0 <= token.word[0] <= token.start < token.end <= token.word[1] <= len(text)
 
 
 @fast

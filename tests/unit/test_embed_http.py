@@ -257,7 +257,7 @@ def test_a_body_that_is_not_json_is_reported_as_malformed(server: FakeEmbeddingS
     ("body", "fragment"),
     [
         ({"object": "list"}, "no 'data' list"),
-        ({"data": []}, "0 embeddings for 1 inputs"),
+        ({"data": []}, "0 embeddings for 1 input"),
         ({"data": [{"index": 0}]}, "has no 'embedding'"),
         ({"data": [{"index": 0, "embedding": ["a", "b"]}]}, "not a list of numbers"),
         ({"data": [{"index": 3, "embedding": [1.0]}]}, "not 0..n-1"),

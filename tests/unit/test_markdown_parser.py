@@ -30,11 +30,12 @@ def parse(text: str, path: str = "notes/sample-note.md", options: ChunkOptions =
 def test_the_parser_declares_its_name_suffixes_and_media_type() -> None:
     assert (PARSER.name, PARSER.extensions, PARSER.media_type) == (
         "md",
-        (".md", ".markdown"),
+        (".md", ".markdown", ".mdx"),
         "text/markdown",
     )
     registry = Registry(["md"])
     assert isinstance(registry.for_path("a/b.MARKDOWN"), MarkdownParser)
+    assert isinstance(registry.for_path("docs/intro.mdx"), MarkdownParser)
 
 
 def test_decoding_strips_a_bom_and_keeps_line_endings() -> None:
@@ -172,8 +173,45 @@ def test_the_first_h1_is_the_title_when_frontmatter_has_none() -> None:
     assert parse("Setext Title\n============\n\nbody\n").title == "Setext Title"
 
 
+def test_the_first_heading_of_any_level_is_the_title_when_there_is_no_h1() -> None:
+    # A book chapter split into files opens each file at H2; its file name is no title.
+    text = "## Shared-State Concurrency\n\nMessage passing is one way.\n\n### Mutexes\n\nLocks.\n"
+    doc = parse(text, path="src/ch16-03-shared-state.md")
+    assert doc.title == "Shared-State Concurrency"
+    assert doc.chunks[-1].heading_path == ("Shared-State Concurrency", "Mutexes")
+
+
 def test_the_file_stem_is_the_title_when_nothing_else_names_the_document() -> None:
-    assert parse("## Only a subsection\n\nbody\n", path="notes/meeting-2024.md").title == "meeting-2024"
+    assert parse("Only a paragraph.\n\nbody\n", path="notes/meeting-2024.md").title == "meeting-2024"
+    assert parse("## {#only-an-anchor}\n\nbody\n", path="notes/meeting-2024.md").title == "meeting-2024"
+
+
+@pytest.mark.parametrize(
+    ("heading", "shown"),
+    [
+        ("KeepAlive {#keepalive}", "KeepAlive"),
+        ("Events {#events .api-heading}", "Events"),
+        ("When a regular variable isn’t enough {/*when-a-regular-variable-isnt-enough*/}",
+         "When a regular variable isn’t enough"),
+        ("`<script>` {/*script*/}", "<script>"),
+        ('defineModel() <sup class="vt-badge" data-text="3.4+" />', "defineModel()"),
+        ('Suspense <Badge type="warning" text="experimental" />', "Suspense"),
+        ("Install <!-- TODO: screenshots --> the CLI", "Install the CLI"),
+        ("See [the guide](https://example.com/guide \"Guide\") first", "See the guide first"),
+        ("Status [![CI](https://img.shields.io/ci.svg)](https://ci.example.com)", "Status"),
+        ("Use <kbd>Ctrl</kbd>+<kbd>C</kbd> &amp; retry", "Use Ctrl+C & retry"),
+        ("ネストされたオブジェクト {#nested-objects}", "ネストされたオブジェクト"),
+    ],
+)  # fmt: skip
+def test_titles_and_heading_paths_are_display_text_without_markup(heading: str, shown: str) -> None:
+    doc = parse(f"# {heading}\n\nIntro.\n\n## Next {{#next}}\n\nBody.\n")
+    assert doc.title == shown
+    assert doc.chunks[-1].heading_path == (shown, "Next")
+
+
+def test_a_frontmatter_title_is_text_and_kept_as_written() -> None:
+    # React's reference pages are titled "<Suspense>": the title names the component.
+    assert parse("---\ntitle: <Suspense>\n---\n\nBody.\n").title == "<Suspense>"
 
 
 def test_the_title_is_not_repeated_when_the_first_h1_equals_it() -> None:
@@ -477,3 +515,80 @@ def test_growing_one_section_leaves_the_ids_of_the_other_sections_unchanged(
     assert len(before) == len(after) == len(sections)
     for i, (old, new) in enumerate(zip(before, after, strict=True)):
         assert (old.chunk_id == new.chunk_id) == (i != victim)
+
+
+# ------------------------------------------------------------- MDX, markup
+
+MDX = """---
+title: State
+---
+import { Sandpack } from './components';
+import Diagram from "./Diagram"
+
+<Intro>
+
+Components need to *remember* things.
+
+</Intro>
+
+## Adding a state variable {/*adding-a-state-variable*/}
+
+<Sandpack>
+
+```js
+import { useState } from 'react';
+export default function Counter() { return <b>{count}</b>; }
+```
+
+</Sandpack>
+
+<Note>Call Hooks at the top level.</Note>
+"""
+
+
+def test_an_mdx_document_is_chunked_as_markdown_with_clean_heading_paths() -> None:
+    doc = parse(MDX, path="learn/state.mdx")
+    assert doc.title == "State"
+    assert [c.heading_path for c in doc.chunks] == [("State",), ("State", "Adding a state variable")]
+    for chunk in doc.chunks:  # chunks stay slices of the file: markup is dropped only from display text
+        assert MDX[chunk.start : chunk.end] == chunk.text
+        assert chunk.line_start == MDX[: chunk.start].count("\n") + 1
+    assert doc.chunks[0].text.startswith("import { Sandpack }")
+
+
+_MARKUP_LINE = st.sampled_from(
+    [
+        "import X from './x'", "export const meta = {}", "<Intro>", "</Intro>", "<!-- note -->", "::: tip Note",
+        ":::", "<Badge text=\"new\" />", "[link](https://example.com/a)", "![img](i.png)", "`<b>code</b>`",
+        "<script setup>\nconst a = 1\n</script>", "{/*anchor*/}", "&amp;", "<sup>3.3+</sup>",
+    ]
+)  # fmt: skip
+_HEADING_MARKUP = st.sampled_from(["", " {#anchor}", " {/*anchor*/}", ' <Badge text="x" />', " <!-- c -->"])
+
+
+@st.composite
+def marked_up(draw: st.DrawFn) -> str:
+    nl = draw(st.sampled_from(["\n", "\r\n"]))
+    parts: list[str] = []
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["heading", "markup", "para"]))
+        if kind == "heading":
+            parts.append("#" * draw(st.integers(1, 3)) + " " + draw(_line(3)) + draw(_HEADING_MARKUP))
+        elif kind == "markup":
+            parts.append(draw(_MARKUP_LINE).replace("\n", nl))
+        else:
+            parts.append(draw(_line()) + " " + draw(_MARKUP_LINE).replace("\n", nl) + " " + draw(_line(3)))
+    return (nl * 2).join(parts) + nl
+
+
+@FAST
+@given(marked_up(), options())
+def test_markup_heavy_documents_keep_offsets_and_lines_and_get_clean_heading_paths(
+    text: str, opts: ChunkOptions
+) -> None:
+    doc = parse(text, path="docs/page.mdx", options=opts)
+    for chunk in doc.chunks:
+        assert text[chunk.start : chunk.end] == chunk.text
+        assert chunk.line_start == len(re.findall(r"\r\n|\n", text[: chunk.start])) + 1
+        for name in chunk.heading_path:
+            assert not re.search(r"\{[#/]|<!--|</?[A-Za-z]|\]\(", name), name

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbseek.text.analyzer import terms
+from kbseek.text.display import display_text
 from kbseek.text.snippets import ELLIPSIS, Snippet, make_snippet
 
 FILLER_EN = "The quick brown fox jumps over the lazy dog near the riverbank. "
@@ -115,3 +116,106 @@ def test_snippets_never_exceed_the_limit_and_highlights_stay_inside(
         assert previous_end <= a < b <= len(snippet.text)
         previous_end = b
     assert 0 <= snippet.matched_terms <= len({t for q in query for t in terms(q)})
+
+
+# ------------------------------------------------------------ what is marked
+
+KATAKANA = "オブジェクトをイミュータブルに扱う。新しいタブを開く。"
+
+
+def test_a_word_is_not_marked_inside_a_longer_unknown_word() -> None:
+    # Sudachi does not know イミュータブル, so it is indexed as bigrams, one of which is タブ.
+    snippet = make_snippet(KATAKANA, ["タブ"], 80)
+    assert highlighted(snippet) == ["タブ"]
+    assert snippet.highlights[0][0] == snippet.text.index("新しいタブ") + len("新しい")
+
+
+def test_an_unknown_word_is_marked_whole_and_its_bigrams_mark_no_other_word() -> None:
+    snippet = make_snippet(KATAKANA, ["イミュータブル"], 80)
+    assert highlighted(snippet) == ["イミュータブル"]
+
+
+def test_stop_words_and_single_letters_are_never_marked() -> None:
+    text = "Do you have a plan? I do, and a backup plan for x."
+    snippet = make_snippet(text, ["do I have a plan for x"], 80)
+    assert highlighted(snippet) == ["plan", "plan"]
+    assert highlighted(make_snippet(text, ["a", "I", "do"], 80)) == []
+
+
+def test_a_single_kanji_is_a_word_and_is_marked() -> None:
+    assert highlighted(make_snippet("その猫は魚を盗んだ。", ["猫"], 40)) == ["猫"]
+
+
+# ------------------------------------------------------------------- markup
+
+KEEPALIVE = (
+    "## KeepAlive {#keepalive}\n\n"
+    "<!-- TODO: rewrite this section -->\n"
+    "`<KeepAlive>` caches [component instances](https://vuejs.org/guide/built-ins/keep-alive.html) "
+    '<sup class="vt-badge">3.2+</sup> while they are removed.\n'
+)
+
+
+def test_a_markdown_snippet_leaves_markup_out_and_its_offsets_still_slice_the_file() -> None:
+    snippet = make_snippet(KEEPALIVE, ["keepalive caches"], 300, markup=True)
+    assert snippet.text == "KeepAlive <KeepAlive> caches component instances 3.2+ while they are removed."
+    assert highlighted(snippet) == ["KeepAlive", "KeepAlive", "caches"]
+    assert KEEPALIVE[snippet.start : snippet.end].startswith("KeepAlive {#keepalive}")
+    assert KEEPALIVE[snippet.start : snippet.end].endswith("removed.")
+
+
+def test_a_url_word_is_neither_shown_nor_marked() -> None:
+    snippet = make_snippet(KEEPALIVE, ["vuejs guide"], 300, markup=True)
+    assert "vuejs" not in snippet.text and highlighted(snippet) == []
+
+
+def test_plain_text_keeps_what_looks_like_markup() -> None:
+    snippet = make_snippet("<b>bold</b> and [a](b)", ["bold"], 80)
+    assert snippet.text == "<b>bold</b> and [a](b)" and highlighted(snippet) == ["bold"]
+
+
+def test_a_chunk_that_is_only_markup_shows_its_source_rather_than_nothing() -> None:
+    snippet = make_snippet("<Sandpack>\n\n</Sandpack>", ["sandpack"], 80, markup=True)
+    assert snippet.text == "<Sandpack> </Sandpack>"
+
+
+_MARKUP = st.sampled_from(
+    ["## ", "{#id}", "{/*a*/}", "<!-- c -->", "<sup>3</sup>", "[link](http://u/ginger)", "![tea](t.png)",
+     "`code <b>`", "```js\n<div/>\n```\n", "**b**", "&amp;", "::: tip\n", "import X from 'y'\n", "<Intro>\n",
+     "\n\n", "\n", " "]
+)  # fmt: skip
+markdown = st.lists(words | _MARKUP, max_size=60).map(" ".join)
+
+
+def _located(text: str, snippet: Snippet) -> bool:
+    """Whether the snippet's text (ellipses aside) is display text at the snippet's source offsets."""
+    shown = display_text(text)
+    if not shown.text and text.strip():
+        shown = display_text(text, markup=False)
+    bodies = {snippet.text}
+    if snippet.text.startswith(ELLIPSIS):
+        bodies |= {b[1:] for b in bodies}
+    if snippet.text.endswith(ELLIPSIS):
+        bodies |= {b[:-1] for b in bodies}
+    for body in bodies:
+        at = shown.text.find(body)
+        while at >= 0:
+            if shown.source_span(at, at + len(body)) == (snippet.start, snippet.end):
+                return True
+            at = shown.text.find(body, at + 1)
+    return False
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(markdown, st.lists(words, max_size=3), st.integers(min_value=3, max_value=120))
+def test_markdown_snippets_point_at_the_source_and_mark_only_query_terms(
+    text: str, query: list[str], max_chars: int
+) -> None:
+    snippet = make_snippet(text, query, max_chars, markup=True)
+    assert len(snippet.text) <= max_chars
+    assert 0 <= snippet.start <= snippet.end <= len(text)
+    assert _located(text, snippet)
+    wanted = {t for q in query for t in terms(q)}
+    if max_chars >= 40:  # room for whole words: a tiny window clips its marks
+        for a, b in snippet.highlights:
+            assert set(terms(snippet.text[a:b])) & wanted

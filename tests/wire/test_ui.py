@@ -31,6 +31,7 @@ tags: [security]
 
 The quarterly xylophone review says <script>window.__pwned = 1</script> and
 <img src="x" onerror="window.__pwned = 2"> must appear as text.
+Quoted as code, `<script>window.__pwned = 3</script>` stays in the snippet.
 """
 
 
@@ -103,6 +104,30 @@ async def test_other_machines_are_refused_the_page_unless_allowed(kb_root: Path)
         core.close()
 
 
+@pytest.mark.anyio
+async def test_the_bare_address_redirects_to_the_page_under_the_same_policy(kb_root: Path) -> None:
+    """``GET /`` was a bare 404, which reads as a broken server to whoever typed the address."""
+    core = make_core(kb_root)
+    try:
+        for client, allowed, expected in (
+            ("127.0.0.1", False, 307), ("192.0.2.7", False, 403), ("192.0.2.7", True, 307),
+        ):  # fmt: skip
+            app = build_http_app(
+                build_server(core), HttpPolicy(port=80, ui_remote=allowed), build_web_app(core)
+            )
+            transport = httpx2.ASGITransport(app=app, client=(client, 50000))
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:80") as http:
+                for method in ("GET", "HEAD"):
+                    response = await http.request(method, "/", headers={"Host": "127.0.0.1:80"})
+                    assert response.status_code == expected, (client, allowed, method)
+                    if expected == 307:
+                        assert response.headers["location"] == "/ui"
+                response = await http.get("/", headers={"Host": "evil.example"})
+                assert response.status_code == 403  # the Host check still comes first
+    finally:
+        core.close()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     if CHROMIUM is None:
@@ -167,7 +192,8 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     page.fill("#q", "xylophone review")
     page.press("#q", "Enter")
     page.wait_for_selector(".hit h3:has-text('Markup in a note')")
-    assert "<script>" in page.text_content(".hit .snippet")
+    # Raw HTML is markup, left out of snippets; quoted as code it is shown, and must stay text.
+    assert "<script>window.__pwned = 3</script>" in page.text_content(".hit .snippet")
     page.click(".hit h3 a")
     page.wait_for_selector("#document:not([hidden])")
     assert page.text_content("#document-path") == "notes/markup.md"
@@ -190,3 +216,65 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     assert shot.stat().st_size > 10_000
     assert errors == []
     page.close()
+
+
+def _fits(page: object, selector: str) -> dict[str, float]:
+    """How wide an element's text is against the room it has: clipped text is wider than its box."""
+    return page.eval_on_selector(  # type: ignore[attr-defined]
+        selector,
+        """el => {
+            const cs = getComputedStyle(el);
+            const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+            const ctx = document.createElement("canvas").getContext("2d");
+            ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+            const box = el.getBoundingClientRect();
+            return {placeholder: el.placeholder ? ctx.measureText(el.placeholder).width : 0, room,
+                    scroll: el.scrollWidth, client: el.clientWidth, right: box.right, bottom: box.bottom,
+                    viewport: window.innerWidth};
+        }""",
+    )
+
+
+def test_in_chromium_the_empty_state_is_fully_visible_and_notes_read_for_people(
+    browser: object, ui_kb: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "kbseek.toml"
+    # A cap below the page's limit of 20: more hits exist than are shown, and the request is clamped.
+    config.write_text("[limits]\ndefault_limit = 2\nmax_limit = 2\n", encoding="utf-8")
+    with serving(ui_kb, "--no-watch", "--config", str(config)) as port:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            if get(f"{base}/api/status")[1].get("documents") == 5:
+                break
+        for width in (1100, 360):
+            page = browser.new_page(viewport={"width": width, "height": 640})  # type: ignore[attr-defined]
+            page.goto(f"{base}/ui")
+            page.wait_for_selector("#message:has-text('Ask a question')")
+            box = _fits(page, "#q")
+            assert box["placeholder"] <= box["room"], f"the search box's placeholder is clipped at {width}px"
+            message = _fits(page, "#message")
+            assert message["scroll"] <= message["client"] and message["right"] <= message["viewport"]
+            assert page.is_visible("#message")
+            assert "English or 日本語" in page.text_content("#message")
+            if width == 360:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "ui-empty-narrow.png"), full_page=True)
+            page.close()
+
+        page = browser.new_page(viewport={"width": 1100, "height": 760})  # type: ignore[attr-defined]
+        page.goto(f"{base}/ui?q=the")
+        page.wait_for_selector(".hit")
+        page.wait_for_selector("#message:has-text('result')")
+        said = page.text_content("#message")
+        assert "More results exist than are shown" in said and "pick a folder or tag" in said
+        for agent_words in ("raise limit", "path_prefix", "limit=", "clamped"):
+            assert agent_words not in said
+
+        page.fill("#q", "zzqx qqzv")
+        page.press("#q", "Enter")
+        page.wait_for_selector("#message:has-text('Nothing matched')")
+        said = page.text_content("#message")
+        assert "Nothing matched among 5 notes" in said and "Try other words" in said
+        for agent_words in ("index_status", "chunk", "path_prefix", "drop filters"):
+            assert agent_words not in said
+        page.close()

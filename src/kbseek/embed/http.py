@@ -60,6 +60,7 @@ import numpy as np
 
 from kbseek.embed.base import check_texts, redact_url, unit_rows
 from kbseek.errors import ConfigError, EmbedderUnavailable
+from kbseek.words import counted
 
 PROBE_TEXT = "kbseek embedding probe"
 
@@ -225,7 +226,7 @@ class HttpEmbedder:
         if not isinstance(data, list):
             raise self._malformed("no 'data' list")
         if len(data) != expected:
-            raise self._malformed(f"{len(data)} embeddings for {expected} inputs")
+            raise self._malformed(f"{counted(len(data), 'embedding')} for {counted(expected, 'input')}")
         items: list[tuple[int, Any]] = []
         for position, item in enumerate(data):
             if not isinstance(item, dict) or "embedding" not in item:

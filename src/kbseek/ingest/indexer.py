@@ -3,8 +3,10 @@
 A file is re-read only when its size or mtime moved, and re-parsed only when
 its content hash changed; a file that disappeared while another with the same
 hash appeared is a rename. Every document is written in its own transaction
-together with its chunks and their vectors, so a crash mid-pass loses at most
-the document being written and never mixes old and new chunks.
+together with its chunks, so a crash mid-pass loses at most the document being
+written and never mixes old and new chunks. Vectors, keyed by chunk content,
+come after every document is written (the embed phase); chunks left without
+one by a crash or a lexical-only pass are embedded by the next pass.
 """
 
 from __future__ import annotations
@@ -25,15 +27,18 @@ from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
 from kbseek.errors import IndexIncompatible
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.exclusion import Exclusion
-from kbseek.ingest.parsers import Registry
+from kbseek.ingest.parsers import PARSE_VERSION, Registry
 from kbseek.ingest.scan import FileStat, ScanResult, scan
 from kbseek.models import ParsedDocument
 from kbseek.store.sqlite import DocumentState, Store
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int, str], None]
-"""Called as ``progress(done, total, what)`` while a pass works through changed files."""
+Progress = Callable[[str, int, int | None, str], None]
+"""Called as ``progress(phase, done, total, item)`` as a pass goes through its phases in order:
+``scan`` (files found; total None until the walk ends), ``parse`` (changed files read, parsed,
+chunked and written) and ``embed`` (chunks given vectors). Only counts: ``kbseek.progress`` turns
+them into a rate and an ETA."""
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
@@ -102,6 +107,8 @@ class Indexer:
 
     def needs_pass(self, result: ScanResult) -> bool:
         """True when the stat scan differs from what the index recorded (a cheap freshness check)."""
+        if self._parsed_by_older_version():
+            return True
         states = {
             p: s for p, s in self.store.document_states().items() if self.registry.for_path(p) is not None
         }
@@ -128,14 +135,19 @@ class Indexer:
         started = time.perf_counter()
         report = IndexReport()
         self._check_model()
+        if progress and scanned is None:
+            progress("scan", 0, None, "")
         result = scanned or self.quick_scan()
+        if progress:
+            progress("scan", len(result.files), len(result.files), "")
         report.skipped.extend((s.path, s.reason) for s in result.skipped)
         states = self.store.document_states()
+        reparse = self._parsed_by_older_version()
 
         to_read: list[FileStat] = []
         for path, fs in result.files.items():
             old = states.get(path)
-            if old is not None and (old.size, old.mtime_ns) == (fs.size, fs.mtime_ns):
+            if old is not None and not reparse and (old.size, old.mtime_ns) == (fs.size, fs.mtime_ns):
                 report.unchanged += 1
             else:
                 to_read.append(fs)
@@ -148,26 +160,29 @@ class Indexer:
         for s in vanished.values():
             by_hash.setdefault(s.content_hash, s)
 
-        pending: list[_Prepared] = []
+        # Each document is written at once without vectors; the embed phase below gives vectors to
+        # every chunk lacking one. Parsing first makes new text searchable by keyword within
+        # seconds, and lets the slow phase (embedding) know its total, so its ETA means something.
         total = len(to_read)
         for done, fs in enumerate(to_read, 1):
             if progress:
-                progress(done - 1, total, fs.path)
-            prepared = self._prepare(fs, states.get(fs.path), by_hash, report)
+                progress("parse", done - 1, total, fs.path)
+            prepared = self._prepare(fs, states.get(fs.path), by_hash, report, reparse=reparse)
             if prepared is not None:
                 if prepared.old_path is not None:
                     vanished.pop(prepared.old_path, None)
                     by_hash.pop(prepared.content_hash, None)
-                pending.append(prepared)
-            if self._should_flush(pending):
-                self._flush(pending, report)
-                pending = []
-        self._flush(pending, report)
+                self._write(prepared, report)
         if progress and total:
-            progress(total, total, "")
+            progress("parse", total, total, "")
 
         # A file that failed to read this time but was indexed before must not keep serving stale text.
-        unreadable = {p for p, _ in report.skipped if p in states and p not in vanished}
+        # A document no enabled parser opens is listed as skipped too, but that is not a failed read:
+        # whether its old rows go is prune_disabled's decision above (D4).
+        unreadable = {
+            p for p, _ in report.skipped
+            if p in states and p not in vanished and self.registry.for_path(p) is not None
+        }  # fmt: skip
         for path in sorted(set(vanished) | unreadable):
             with self.store.transaction() as conn:
                 self.store.delete_document(conn, states[path].id)
@@ -178,10 +193,19 @@ class Indexer:
             self.store.replace_skipped(conn, report.skipped)
             self.store.prune(conn)
             self.store.set_meta(conn, "last_pass_at", repr(time.time()))
+            self.store.set_meta(conn, "parse_version", str(PARSE_VERSION))
         report.seconds = time.perf_counter() - started
         return report
 
     # -- steps -------------------------------------------------------------------------------------
+
+    def _parsed_by_older_version(self) -> bool:
+        """Whether the index was written by parsers that made something else of the same files.
+
+        Titles, heading paths and indexed text come from parsing, and an unchanged file is never
+        parsed again, so a new ``PARSE_VERSION`` has every file re-read once.
+        """
+        return self.store.get_meta("parse_version") != str(PARSE_VERSION)
 
     def _check_model(self) -> None:
         if self.model_id is None:
@@ -212,6 +236,8 @@ class Indexer:
         old: DocumentState | None,
         by_hash: dict[str, DocumentState],
         report: IndexReport,
+        *,
+        reparse: bool = False,
     ) -> _Prepared | None:
         parser = self.registry.for_path(fs.path)
         if parser is None:  # the registry changed between scan and read
@@ -224,7 +250,7 @@ class Indexer:
             report.skipped.append((fs.path, f"cannot read: {exc.strerror or exc}"))
             return None
         digest = hashlib.sha256(raw).hexdigest()
-        if old is not None and old.content_hash == digest and old.parser == parser.name:
+        if old is not None and old.content_hash == digest and old.parser == parser.name and not reparse:
             with self.store.transaction() as conn:
                 self.store.touch_document(conn, old.id, fs.size, fs.mtime_ns)
             report.unchanged += 1
@@ -252,42 +278,25 @@ class Indexer:
             return _Prepared("renamed", fs, digest, parser.name, parsed, twin.id, twin.path)
         return _Prepared("added", fs, digest, parser.name, parsed, None)
 
-    def _should_flush(self, pending: list[_Prepared]) -> bool:
-        if self.embed is None:
-            return bool(pending)
-        return len(pending) >= 64 or sum(len(p.parsed.chunks) for p in pending) >= self.embed_batch * 4
-
-    def _flush(self, pending: list[_Prepared], report: IndexReport) -> None:
-        if not pending:
-            return
-        vectors = self._embed_missing(pending, report) if self.embed is not None else {}
-        for p in pending:
-            mine = {
-                c.content_hash: vectors[c.content_hash] for c in p.parsed.chunks if c.content_hash in vectors
-            }
-            with self.store.transaction() as conn:
-                self.store.write_document(
-                    conn, path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
-                    content_hash=p.content_hash, parsed=p.parsed, replaces=p.replaces, vectors=mine,
-                )  # fmt: skip
-                self._record_model(conn, vectors)
-            report.chunks_written += len(p.parsed.chunks)
-            if p.kind == "renamed":
-                report.renamed.append((p.old_path or "", p.file.path))
-            else:
-                getattr(report, p.kind).append(p.file.path)
-
-    def _embed_missing(self, pending: list[_Prepared], report: IndexReport) -> dict[str, np.ndarray]:
-        wanted: dict[str, ChunkText] = {}
-        for p in pending:
-            for c in p.parsed.chunks:
-                wanted.setdefault(c.content_hash, (c.heading_path, c.text))
-        known = self.store.known_vectors(wanted)
-        missing = [h for h in wanted if h not in known]
-        return self._embed_hashes(missing, wanted, report)
+    def _write(self, p: _Prepared, report: IndexReport) -> None:
+        """Write one document with its chunks in one transaction; their vectors come in the embed phase."""
+        with self.store.transaction() as conn:
+            self.store.write_document(
+                conn, path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
+                content_hash=p.content_hash, parsed=p.parsed, replaces=p.replaces,
+            )  # fmt: skip
+        report.chunks_written += len(p.parsed.chunks)
+        if p.kind == "renamed":
+            report.renamed.append((p.old_path or "", p.file.path))
+        else:
+            getattr(report, p.kind).append(p.file.path)
 
     def _embed_hashes(
-        self, hashes: list[str], inputs: dict[str, ChunkText], report: IndexReport
+        self,
+        hashes: list[str],
+        inputs: dict[str, ChunkText],
+        report: IndexReport,
+        after_batch: Callable[[], None] | None = None,
     ) -> dict[str, np.ndarray]:
         assert self.embed is not None
         out: dict[str, np.ndarray] = {}
@@ -296,6 +305,8 @@ class Indexer:
             matrix = embed_chunks(self.embed, [inputs[h] for h in batch])
             out.update(zip(batch, matrix, strict=True))
             report.chunks_embedded += len(batch)
+            if after_batch is not None:
+                after_batch()
         return out
 
     def _record_model(self, conn: sqlite3.Connection, vectors: dict[str, np.ndarray]) -> None:
@@ -306,22 +317,31 @@ class Indexer:
             self.store.set_meta(conn, "embed_scheme", VECTOR_SCHEME)
 
     def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
-        """Embed chunks indexed without vectors (lexical-only passes, ``--reembed``), batch by batch."""
+        """The embed phase: vectors for every chunk without one (this pass's new chunks, chunks of
+        lexical-only passes, all of them after ``--reembed``), committed every few batches.
+
+        Progress is reported after every model batch rather than every commit: with a slow model
+        a commit's worth of chunks can take a minute, and the ETA should move before that.
+        """
         if self.embed is None:
             return
         todo = self.store.chunks_without_vectors()
         inputs = {h: (path, text) for h, path, text in todo}
         hashes = [h for h, _, _ in todo]
+        total, base = len(hashes), report.chunks_embedded
+
+        def tick() -> None:
+            if progress:
+                progress("embed", report.chunks_embedded - base, total, "")
+
+        if hashes:
+            tick()
         step = self.embed_batch * 4
         for i in range(0, len(hashes), step):
-            if progress:
-                progress(i, len(hashes), "embedding")
-            vectors = self._embed_hashes(hashes[i : i + step], inputs, report)
+            vectors = self._embed_hashes(hashes[i : i + step], inputs, report, after_batch=tick)
             with self.store.transaction() as conn:
                 self.store.put_vectors(conn, vectors)
                 self._record_model(conn, vectors)
-        if progress and hashes:
-            progress(len(hashes), len(hashes), "embedding")
 
 
 def _read_regular(path: Path, fs: FileStat) -> tuple[bytes, FileStat]:

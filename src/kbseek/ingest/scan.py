@@ -39,8 +39,10 @@ class ScanResult:
 def scan(root: Path, registry: Registry, exclusion: Exclusion, max_file_bytes: int) -> ScanResult:
     """Every indexable file under ``root``; links, oversize files and excluded paths are reported as skipped.
 
-    Files whose extension no active parser opens are ignored without a report:
-    images and other attachments are expected in a notes folder, not noise.
+    A document no active parser opens (``.rst``, or ``.pdf`` with the pdf parser off) is
+    reported as skipped with what would enable it, so a folder of such pages does not look
+    indexed; other files (images, attachments, code) are expected beside notes and ignored
+    without a report, and so is any file the ignore file names.
     """
     files: dict[str, FileStat] = {}
     skipped: list[Skipped] = []
@@ -70,7 +72,12 @@ def scan(root: Path, registry: Registry, exclusion: Exclusion, max_file_bytes: i
                 elif reason not in ("tool or vendor folder", "hidden folder", "the index folder"):
                     skipped.append(Skipped(rel + "/", reason))
                 continue
-            if not stat.S_ISREG(st.st_mode) or registry.for_path(rel) is None:
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if registry.for_path(rel) is None:
+                unopened = registry.unopened_reason(rel)
+                if unopened is not None and exclusion.file_reason(rel) is None:
+                    skipped.append(Skipped(rel, unopened))
                 continue
             reason = exclusion.file_reason(rel)
             if reason is not None:

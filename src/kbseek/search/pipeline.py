@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbseek.ingest.parsers import has_markup
 from kbseek.search import fusion
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import DenseIndex
@@ -90,7 +91,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     rows = store.chunks_by_rowid([f.rowid for f in ranked])
     chosen, more = _deduplicate(ranked, rows, request.limit, request.max_hits_per_document)
     hits = [
-        RankedHit(rows[f.rowid], _snippet(rows[f.rowid].text, compiled, request.snippet_chars), f)
+        RankedHit(rows[f.rowid], _snippet(rows[f.rowid], request.query, request.snippet_chars), f)
         for f in chosen
     ]
     return PipelineResult(
@@ -126,11 +127,15 @@ def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int
     return [(rowid, (sim - floor) / (1.0 - floor)) for rowid, sim in hits]
 
 
-def _snippet(text: str, compiled: CompiledQuery, chars: int) -> Snippet:
-    """``chars == 0`` skips snippet building, for callers that only need the ranking (eval, benchmarks)."""
+def _snippet(row: ChunkRow, query: str, chars: int) -> Snippet:
+    """``chars == 0`` skips snippet building, for callers that only need the ranking (eval, benchmarks).
+
+    The snippet is given the query as written, not its compiled terms: only the analyzer's view
+    of the whole query tells a word from a bigram of an unknown Japanese word (``text.snippets``).
+    """
     if chars <= 0:
         return Snippet("", 0, 0, (), 0)
-    return make_snippet(text, compiled.terms, chars)
+    return make_snippet(row.text, (query,), chars, markup=has_markup(row.parser))
 
 
 def _deduplicate(

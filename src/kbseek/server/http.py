@@ -10,7 +10,9 @@ server fault.
 
 ``/ui`` and ``/api/*`` (the web page, ``server/web.py``) go to their own app,
 offered to loopback clients only unless the policy says otherwise; the token,
-when set, guards ``/api`` as it guards ``/mcp``.
+when set, guards ``/api`` as it guards ``/mcp``. A browser opening the bare
+address (``GET /``) is sent to ``/ui`` under that same policy, rather than
+answered with a 404 that looks like a broken server.
 """
 
 import hmac
@@ -101,12 +103,16 @@ class Guard:
         if path == "/healthz":
             await _ok(send)
             return
-        if self.web is not None and (path == "/ui" or path.startswith(("/ui/", "/api/"))):
+        page = path == "/" and scope.get("method") in ("GET", "HEAD")  # a browser opened the bare address
+        if self.web is not None and (page or path == "/ui" or path.startswith(("/ui/", "/api/"))):
             if not self.policy.ui_remote and not _from_loopback(scope):
                 await _respond(
                     send, 403, "the web page is offered to this machine only; "
                     "start the server with --ui-allow-remote to offer it to others",
                 )  # fmt: skip
+                return
+            if page:
+                await _redirect(send, "/ui")
                 return
             if path.startswith("/api/") and not self._authorized(headers):
                 await _unauthorized(send)
@@ -136,6 +142,20 @@ async def _unauthorized(send: Send) -> None:
         send, 401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
         [(b"www-authenticate", b"Bearer")],
     )  # fmt: skip
+
+
+async def _redirect(send: Send, location: str) -> None:
+    """307 to the page: the same method, and a person who typed the bare address lands somewhere."""
+    body = f'{{"location": "{location}"}}'.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 307,
+            "headers": [(b"location", location.encode()), (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode())],
+        }
+    )  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _ok(send: Send) -> None:

@@ -175,8 +175,9 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
         title="Index status",
         annotations=READ_ONLY,
         description=(
-            "How many documents and chunks are indexed, whether indexing is running, when it last ran, "
-            "which files were skipped and why, and where the index lives."
+            "How many documents and chunks are indexed and how many chunks semantic search covers yet, "
+            "whether indexing is running, when it last ran, which files were skipped and why, and where the "
+            "index lives."
         ),
     )
     def index_status() -> Annotated[CallToolResult, StatusResponse]:

@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from kbseek.errors import IndexIncompatible, IndexLocked, KbError
+from kbseek.ingest.parsers import has_markup
 from kbseek.models import Chunk, ParsedDocument
 from kbseek.store.schema import BM25_WEIGHTS, DDL, RETIRED_CHUNKS_KEPT, SCHEMA_VERSION
 from kbseek.text.analyzer import index_text
+from kbseek.text.display import display_text
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +75,13 @@ class ChunkRow:
     text: str
     content_hash: str
     tags: tuple[str, ...] = ()
+    parser: str = ""
+    """The document's parser: whether ``text`` is markup, for display text (``has_markup``)."""
 
 
 _CHUNK_COLUMNS = (
     "c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c.end, "
-    "c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags"
+    "c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser"
 )
 
 
@@ -86,24 +90,36 @@ def _chunk_row(r: sqlite3.Row | tuple) -> ChunkRow:
         rowid=r[0], chunk_id=r[1], document_id=r[2], path=r[3], title=r[4], ordinal=r[5],
         start=r[6], end=r[7], line_start=r[8], line_end=r[9],
         heading_path=tuple(json.loads(r[10])), text=r[11], content_hash=r[12], tags=tuple(json.loads(r[13])),
+        parser=r[14],
     )  # fmt: skip
 
 
 class Store:
-    """Open (creating if needed) the index at ``path``."""
+    """Open (creating if needed) the index at ``path``.
 
-    def __init__(self, path: Path) -> None:
+    With ``create=False`` a missing index is opened as an empty one held in memory, so a command
+    that only reads (``kbseek status``) can say "nothing indexed yet" without leaving an index
+    folder behind in the user's notes.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        self._memory = (
+            None if create or path.exists() else f"file:kbseek-empty-{id(self)}?mode=memory&cache=shared"
+        )
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._open_schema()
+        self._open_schema_waiting()
 
     # -- connections -------------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self._memory or self.path, timeout=10.0, isolation_level=None, check_same_thread=False,
+            uri=self._memory is not None,
+        )  # fmt: skip
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -136,7 +152,7 @@ class Store:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
+                if _is_busy(exc):
                     raise IndexLocked(
                         f"the index {self.path} is being written by another kbseek process; "
                         "wait for it to finish or stop it"
@@ -152,31 +168,83 @@ class Store:
 
     # -- schema ------------------------------------------------------------------------------------
 
+    def _open_schema_waiting(self, patience: float = 10.0) -> None:
+        """Open the schema, waiting out another process that is creating the same index file.
+
+        Two processes that open a new index at once race on switching it to WAL and creating the
+        tables; SQLite answers the loser "database is locked" at once, without its busy handler,
+        to avoid a deadlock. That loser is not looking at a foreign file, so it waits and tries again.
+        """
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self._open_schema()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise IndexLocked(
+                        f"the index {self.path} is being set up by another kbseek process ({exc}); "
+                        "wait for it to finish or stop it"
+                    ) from exc
+                self.close()
+                time.sleep(0.05)
+
     def _open_schema(self) -> None:
+        """Check the index's schema, and create or rebuild it under a write lock when it must change.
+
+        The common case, an index of this schema, writes nothing, so a read-only index opens. The
+        version is checked again inside ``BEGIN IMMEDIATE`` because another process may be creating
+        the same file: seen from outside its transaction, a half-made index looks like an old one.
+        """
+        conn = self.conn
+        version = self._schema_version(conn)
+        if version == SCHEMA_VERSION:
+            return
+        self._refuse_newer(version)
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn = self.conn
+            version = self._schema_version(conn)
+            self._refuse_newer(version)
+            if version is not None and version < SCHEMA_VERSION:
+                log.warning("index schema %s is older than %s: rebuilding the index", version, SCHEMA_VERSION)
+                self._drop_all(conn)
+            for statement in _statements(DDL):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        """The recorded schema version; ``None`` for a new, empty file; 0 for tables with no version."""
+        try:
             has_meta = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
             ).fetchone()
+            if not has_meta:
+                return None
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise
+            raise IndexIncompatible(
+                f"{self.path} is not a kbseek index ({exc}); delete it or choose another --index-dir"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise IndexIncompatible(
                 f"{self.path} is not a kbseek index ({exc}); delete it or choose another --index-dir"
             ) from exc
-        if has_meta:
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise IndexIncompatible(
-                    f"the index {self.path} was written by a newer kbseek (schema {version}, this one "
-                    f"reads {SCHEMA_VERSION}); upgrade kbseek, or delete the index folder to rebuild it"
-                )
-            if version < SCHEMA_VERSION:
-                log.warning("index schema %s is older than %s: rebuilding the index", version, SCHEMA_VERSION)
-                self._drop_all(conn)
-        conn.executescript(DDL)
-        conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
+        return int(row[0]) if row else 0
+
+    def _refuse_newer(self, version: int | None) -> None:
+        if version is not None and version > SCHEMA_VERSION:
+            raise IndexIncompatible(
+                f"the index {self.path} was written by a newer kbseek (schema {version}, this one "
+                f"reads {SCHEMA_VERSION}); upgrade kbseek, or delete the index folder to rebuild it"
+            )
 
     @staticmethod
     def _drop_all(conn: sqlite3.Connection) -> None:
@@ -245,6 +313,10 @@ class Store:
         return doc_id
 
     def _insert_chunks(self, conn: sqlite3.Connection, doc_id: int, chunks: Sequence[Chunk]) -> None:
+        # The lexical index holds display text: a URL or an HTML attribute in it is noise, and the
+        # snippet's highlights are found in display text (docs/decisions/0009).
+        parser = conn.execute("SELECT parser FROM documents WHERE id=?", (doc_id,)).fetchone()
+        markup = parser is not None and has_markup(parser[0])
         for c in chunks:
             cur = conn.execute(
                 "INSERT INTO chunks(chunk_id, document_id, ordinal, start, end, line_start, line_end,"
@@ -254,8 +326,9 @@ class Store:
             )  # fmt: skip
             conn.execute(
                 "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
-                (cur.lastrowid, index_text(" ".join(c.heading_path)), index_text(c.text)),
-            )
+                (cur.lastrowid, index_text(" ".join(c.heading_path)),
+                 index_text(display_text(c.text, markup=markup).text)),
+            )  # fmt: skip
             conn.execute("DELETE FROM retired_chunks WHERE chunk_id=?", (c.chunk_id,))
 
     def _retire_chunks(self, conn: sqlite3.Connection, doc_id: int, now: float) -> None:
@@ -300,6 +373,13 @@ class Store:
         docs = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         chunks = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return int(docs), int(chunks)
+
+    def embedded_count(self) -> int:
+        """Chunks whose content has a vector: what semantic search would cover with the model loaded."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+        ).fetchone()
+        return int(row[0])
 
     def document(self, path: str) -> DocumentRow | None:
         r = self.conn.execute(
@@ -514,3 +594,24 @@ def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: list[objec
         clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
         params.append(tag)
     return clauses
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The complete SQL statements of ``script``, so they can run inside one transaction.
+
+    ``executescript`` would commit any open transaction first, and the schema must be created
+    under the same lock that checked it.
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip():
+        yield pending.strip()
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's "another connection holds the lock" answers, as opposed to a damaged or foreign file."""
+    return "locked" in str(exc) or "busy" in str(exc)

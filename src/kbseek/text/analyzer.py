@@ -59,6 +59,11 @@ class Token:
     term: str
     start: int
     end: int
+    word: tuple[int, int] | None = None
+    """For a character bigram cut from a longer unknown Han/kana word, that word's span
+    (in the same coordinates); ``None`` for a token that is a whole word. The term
+    ``タブ`` is a bigram of the unknown word ``イミュータブル``: it matches for recall,
+    but a snippet must not mark it as the word タブ."""
 
 
 # Sudachi split mode and the parts of speech whose morphemes carry no search value.
@@ -283,14 +288,23 @@ def _dropped_pos_ids() -> frozenset[int]:
     return frozenset(ids)
 
 
-def _bigrams(run: str, base: int) -> list[tuple[str, int, int]]:
-    """Overlapping character bigrams (a lone character stays a unigram)."""
-    if len(run) == 1:
-        return [(run, base, base + 1)]
-    return [(run[i : i + 2], base + i, base + i + 2) for i in range(len(run) - 1)]
+_Raw = tuple[str, int, int, int, int]
+"""(term, start, end, word start, word end); the word span is (-1, -1) for a whole word."""
 
 
-def _cjk_terms(run: str) -> list[tuple[str, int, int]]:
+def _bigrams(run: str, base: int) -> list[_Raw]:
+    """Overlapping character bigrams (a lone character stays a unigram).
+
+    Each bigram of a word longer than two characters carries the word's span, so a
+    bigram can be told apart from a word of its own.
+    """
+    if len(run) <= 2:
+        return [(run, base, base + len(run), -1, -1)]
+    end = base + len(run)
+    return [(run[i : i + 2], base + i, base + i + 2, base, end) for i in range(len(run) - 1)]
+
+
+def _cjk_terms(run: str) -> list[_Raw]:
     """Segment a run of Han/kana with Sudachi; bigrams for what it does not know.
 
     Each run is analysed on its own (never together with neighbouring Latin text or
@@ -298,7 +312,7 @@ def _cjk_terms(run: str) -> list[tuple[str, int, int]]:
     """
     tokenize = _tokenizer().tokenize
     dropped = _dropped_pos_ids()
-    out: list[tuple[str, int, int]] = []
+    out: list[_Raw] = []
     append = out.append
     for base in range(0, len(run), _SUDACHI_MAX_CHARS):
         piece = run[base : base + _SUDACHI_MAX_CHARS]
@@ -316,7 +330,7 @@ def _cjk_terms(run: str) -> list[tuple[str, int, int]]:
                 out.extend(_bigrams(run[begin:end], begin))
             elif m.part_of_speech_id() not in dropped:
                 for term in _form_terms(m.normalized_form()):
-                    append((term, begin, end))
+                    append((term, begin, end, -1, -1))
     return out
 
 
@@ -328,33 +342,36 @@ def _form_terms(form: str) -> tuple[str, ...]:
     they repeat constantly, hence the cache. Han/kana runs are kept whole: Sudachi
     has already segmented them.
     """
-    return tuple(term for term, _, _ in _split(_fold(form), cjk=False))
+    return tuple(raw[0] for raw in _split(_fold(form), cjk=False))
 
 
-def _split(text: str, *, cjk: bool = True) -> list[tuple[str, int, int]]:
+def _split(text: str, *, cjk: bool = True) -> list[_Raw]:
     """Raw terms of already-normalised text, offsets into it (no settling).
 
     With ``cjk=False`` Han/kana runs are kept whole, which is used to clean up
     Sudachi's normalised forms without segmenting them a second time.
     """
     runs, _, marks = _patterns()
-    out: list[tuple[str, int, int]] = []
+    out: list[_Raw] = []
     for m in runs.finditer(text):
         start, end = m.span()
         if m.lastgroup == "w":
             word = m.group()
             if not word.isascii():
                 word = marks.sub("", word)
-            out.append((_stem(word), start, end))
+            out.append((_stem(word), start, end, -1, -1))
         elif cjk:
-            out.extend((t, start + s, start + e) for t, s, e in _cjk_terms(m.group()))
+            out.extend(
+                (t, start + s, start + e, start + ws if ws >= 0 else -1, start + we if ws >= 0 else -1)
+                for t, s, e, ws, we in _cjk_terms(m.group())
+            )
         else:
-            out.append((m.group(), start, end))
+            out.append((m.group(), start, end, -1, -1))
     return out
 
 
 def _settle(term: str, depth: int) -> tuple[str, ...]:
-    raw = [t for t, _, _ in _split(_normalize_map(term)[0])]
+    raw = [r[0] for r in _split(_normalize_map(term)[0])]
     if raw == [term]:
         return (term,)
     if depth >= _MAX_SETTLE_DEPTH:
@@ -387,16 +404,21 @@ def tokens(text: str) -> list[Token]:
     offset = 0
     for line in text.splitlines(keepends=True):
         norm, starts, ends = _normalize_map(line)
-        for term, start, end in _split(norm):
+        for term, start, end, word_start, word_end in _split(norm):
+            word: tuple[int, int] | None = None
             if starts is None or ends is None:
                 start, end = offset + start, offset + end
+                if word_start >= 0:
+                    word = (offset + word_start, offset + word_end)
             else:
                 start, end = offset + starts[start], offset + ends[end - 1]
+                if word_start >= 0:
+                    word = (offset + starts[word_start], offset + ends[word_end - 1])
             if term.isascii():
                 append(Token(term, start, end))
             else:
                 for settled in _stable(term):
-                    append(Token(settled, start, end))
+                    append(Token(settled, start, end, word))
         offset += len(line)
     return out
 

@@ -3,22 +3,29 @@
 An agent decides from the snippet whether to open a document, so the snippet must
 show the matching passage. Matches are found with the same analyzer as the index,
 so ``tastes`` highlights ``taste`` and ``ネコ`` highlights ``猫``.
+
+A snippet is cut from *display text* (``kbseek.text.display``): for Markdown, the
+text without anchors, comments, tags and link URLs, which is also what the lexical
+index holds. Highlights come from the analyzer's tokens of that text, never from a
+substring search, and only mark what reads as a match to a person: not a stop word
+or a single letter, and not a bigram of a longer unknown Japanese word (``タブ``
+inside ``イミュータブル``) unless the query asked for every bigram of that word.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cache
 
+from kbseek.text.analyzer import Token, tokens
 from kbseek.text.analyzer import terms as analyze
-from kbseek.text.analyzer import tokens
+from kbseek.text.display import display_text
 
 __all__ = ["Snippet", "make_snippet"]
 
 ELLIPSIS = "…"
-_WHITESPACE = re.compile(r"\s+")
 # Japanese/Chinese sentence punctuation: a natural place to cut text without spaces.
 _CJK_BREAKS = frozenset("。、，．！？」』）")
 # How far (in characters) an edge may move inwards to avoid cutting a word.
@@ -39,33 +46,6 @@ class Snippet:
     end: int
     highlights: tuple[tuple[int, int], ...]
     matched_terms: int
-
-
-def _collapse(text: str) -> tuple[str, list[int], list[int]]:
-    """Collapse whitespace runs to one space, keeping maps in both directions.
-
-    Returns the display text, display -> original offsets (one extra entry for the
-    end) and original -> display offsets (likewise).
-    """
-    parts: list[str] = []
-    to_orig: list[int] = []
-    to_disp: list[int] = []
-    pos = disp = 0
-    for m in _WHITESPACE.finditer(text):
-        ws_start, ws_end = m.span()
-        parts.append(text[pos:ws_start])
-        to_orig.extend(range(pos, ws_start))
-        to_disp.extend(range(disp, disp + ws_start - pos))
-        disp += ws_start - pos
-        parts.append(" ")
-        to_orig.append(ws_start)
-        to_disp.extend([disp] * (ws_end - ws_start))
-        disp += 1
-        pos = ws_end
-    parts.append(text[pos:])
-    to_orig.extend(range(pos, len(text) + 1))
-    to_disp.extend(range(disp, disp + len(text) - pos + 1))
-    return "".join(parts), to_orig, to_disp
 
 
 def _is_cjk(char: str) -> bool:
@@ -146,19 +126,30 @@ def _window(length: int, cluster: tuple[int, int], max_chars: int) -> tuple[int,
     return left, left + budget
 
 
-def make_snippet(text: str, query_terms: Collection[str], max_chars: int) -> Snippet:
+def make_snippet(text: str, query_terms: Collection[str], max_chars: int, *, markup: bool = False) -> Snippet:
     """The window of at most ``max_chars`` characters that best shows the matches.
 
-    ``query_terms`` are analyzed again (a no-op for terms from the query
-    compiler), so raw words work too. Without a match the head of the text is
-    returned. ``len(result.text) <= max_chars`` whenever ``max_chars >= 1``.
+    ``query_terms`` are analyzed again, so raw words work too; pass the query as the
+    user wrote it rather than its compiled terms, because only the analyzer's view of
+    the whole query tells a word (``タブ``) from a bigram of an unknown word.
+    ``markup`` says ``text`` is Markdown, whose markup the snippet leaves out. Without
+    a match the head of the text is returned. ``len(result.text) <= max_chars``
+    whenever ``max_chars >= 1``.
     """
     if max_chars < 1:
         return Snippet("", 0, 0, (), 0)
-    disp, to_orig, to_disp = _collapse(text)
-    wanted = {term for query_term in query_terms for term in analyze(query_term)}
-    spans = sorted((to_disp[tok.start], to_disp[tok.end - 1] + 1, tok.term) for tok in tokens(text))
-    matches = [span for span in spans if span[2] in wanted]
+    shown = display_text(text, markup=markup)
+    if markup and not shown.text and text.strip():
+        shown = display_text(text, markup=False)  # nothing but markup: show it rather than nothing
+    disp = shown.text
+    words: set[str] = set()
+    pieces: set[str] = set()
+    for query_term in query_terms:
+        for tok in tokens(query_term):
+            (words if tok.word is None else pieces).add(tok.term)
+    found = tokens(disp)
+    spans = sorted((tok.start, tok.end, tok.term) for tok in found)
+    matches = _matches(found, words, pieces)
     length = len(disp)
     if length <= max_chars:
         start, end = 0, length
@@ -179,9 +170,55 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int) -> Sni
     trail = ELLIPSIS if max_chars >= 3 and disp[end:].strip() else ""
     highlights = _highlights(matches, start, end, len(lead))
     matched = len({term for s, e, term in matches if s >= start and e <= end})
-    orig_start = to_orig[start]
-    orig_end = to_orig[end - 1] + 1 if end > start else orig_start
+    orig_start, orig_end = shown.source_span(start, end)
     return Snippet(lead + disp[start:end] + trail, orig_start, orig_end, highlights, matched)
+
+
+_STOP_WORDS = """a an the and or but nor if then else so than as of to in on at by for with from into onto
+about over under up down out off again all any both each few more most other some such only own too very
+is are was were be been being am do does did doing done have has had having i me my we our you your he him
+his she her it its they them their this that these those there here what which who whom whose when where
+why how not no can could will would shall should might must also just"""
+"""English function words. They are kept in the index (a query made only of them still
+finds its phrase by BM25), but a mark on every "a" and "do" hides the words that matter."""
+
+
+@cache
+def _stop_terms() -> frozenset[str]:
+    """The stop words as the analyzer's terms (stemmed: ``does`` is ``doe``)."""
+    return frozenset(analyze(_STOP_WORDS))
+
+
+def _worth_marking(term: str) -> bool:
+    """Not a stop word, and not one letter or digit (a lone Han or kana character is a word)."""
+    if len(term) == 1:
+        return _is_cjk(term)
+    return term not in _stop_terms()
+
+
+def _matches(found: list[Token], words: set[str], pieces: set[str]) -> list[tuple[int, int, str]]:
+    """(start, end, term) of the tokens that read as matches, sorted by position.
+
+    ``words`` are the terms the query produced as whole words, ``pieces`` those it
+    produced as bigrams of an unknown word. A word of the text matches a word of the
+    query. An unknown word of the text matches only when the query holds every one of
+    its bigrams, and then it is marked whole: the query ``タブ`` shares one bigram with
+    ``イミュータブル`` (enough for recall, not a match to a reader), and the bigram
+    ``タブ`` of the query ``イミュータブル`` does not make the word タブ a match.
+    """
+    wanted = words | pieces
+    out: list[tuple[int, int, str]] = []
+    pieces: dict[tuple[int, int], list[str]] = {}
+    for tok in found:
+        if tok.word is not None:
+            pieces.setdefault(tok.word, []).append(tok.term)
+        elif tok.term in words and _worth_marking(tok.term):
+            out.append((tok.start, tok.end, tok.term))
+    for (start, end), terms in pieces.items():
+        if all(term in wanted for term in terms):
+            out.extend((start, end, term) for term in dict.fromkeys(terms))
+    out.sort()
+    return out
 
 
 def _highlights(

@@ -46,6 +46,30 @@ def _builtin() -> dict[str, Parser]:
 AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf")
 DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt")
 
+PARSE_VERSION = 2
+"""What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
+changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
+(vectors of chunks whose heading path and text did not change are kept). 2: display text."""
+
+_MARKUP_PARSERS = frozenset({"md"})
+
+OTHER_DOCUMENT_FORMATS: dict[str, str] = {
+    ".rst": "reStructuredText", ".rest": "reStructuredText", ".adoc": "AsciiDoc", ".asciidoc": "AsciiDoc",
+    ".org": "Org", ".textile": "Textile", ".wiki": "wiki markup",
+    ".mediawiki": "MediaWiki", ".creole": "Creole", ".pod": "Perl POD", ".rdoc": "RDoc", ".tex": "LaTeX",
+    ".rtf": "RTF", ".doc": "Word", ".docx": "Word", ".odt": "OpenDocument", ".epub": "EPUB",
+    ".ipynb": "Jupyter notebook",
+}  # fmt: skip
+"""Document formats no parser reads. A file in one of them is listed as skipped, so a knowledge
+base of ``.rst`` pages does not look indexed when it is not; images, data and code are expected
+beside notes and stay unmentioned. HTML is left out on purpose: it is far more often a build
+output or a template than a note."""
+
+
+def has_markup(parser: str) -> bool:
+    """Whether text from ``parser`` is markup whose display text differs (``kbseek.text.display``)."""
+    return parser in _MARKUP_PARSERS
+
 
 class Registry:
     """The active parsers, looked up by file extension."""
@@ -59,6 +83,12 @@ class Registry:
                 f"available: {', '.join(sorted(known))}"
             )
         self.enabled: tuple[str, ...] = tuple(dict.fromkeys(enabled))
+        self._disabled_by_ext = {
+            ext: name
+            for name, parser in known.items()
+            if name not in self.enabled
+            for ext in parser.extensions
+        }
         self._by_ext: dict[str, Parser] = {}
         for name in self.enabled:
             for ext in known[name].extensions:
@@ -70,7 +100,35 @@ class Registry:
 
     def for_path(self, path: str) -> Parser | None:
         """The parser for ``path``'s extension, or ``None`` if no active parser opens it."""
-        dot = path.rfind(".")
-        if dot < 0 or "/" in path[dot:]:
+        return self._by_ext.get(_extension(path))
+
+    def unopened_reason(self, path: str) -> str | None:
+        """Why a document no active parser opens is not indexed, and what would change that.
+
+        ``None`` for a file an active parser opens and for files that are not documents
+        (images, data, code), which a notes folder is expected to hold.
+        """
+        ext = _extension(path)
+        if not ext or ext in self._by_ext:
             return None
-        return self._by_ext.get(path[dot:].lower())
+        if (name := self._disabled_by_ext.get(ext)) is not None:
+            enabled = ", ".join(f'"{n}"' for n in (*self.enabled, name))
+            return (
+                f"no enabled parser opens {ext} files; add the {name!r} parser to read them: "
+                f"[parsers] enabled = [{enabled}]"
+            )
+        if ext in OTHER_DOCUMENT_FORMATS:
+            readable = ", ".join(sorted(self._by_ext))
+            return (
+                f"{OTHER_DOCUMENT_FORMATS[ext]} ({ext}) has no parser, so no setting indexes it; "
+                f"kbseek reads {readable} ([parsers] enabled can be {', '.join(AVAILABLE_PARSERS)})"
+            )
+        return None
+
+
+def _extension(path: str) -> str:
+    """Lower-case suffix including the dot, or ``""``."""
+    dot = path.rfind(".")
+    if dot < 0 or "/" in path[dot:]:
+        return ""
+    return path[dot:].lower()

@@ -1,10 +1,15 @@
-"""Markdown files: YAML frontmatter for metadata, markdown-it for structure.
+"""Markdown files (and MDX): YAML frontmatter for metadata, markdown-it for structure.
 
 markdown-it is used only to *find* blocks (its tokens carry source line
 ranges); the chunks themselves are slices of the original text, so what an
-agent reads is what the author wrote, byte for byte. Frontmatter problems
-become warnings, never failures: one typo in a header should not hide the
-whole note from search.
+agent reads is what the author wrote, byte for byte. Titles and heading paths
+are display text (``kbseek.text.display``): ``KeepAlive {#keepalive}`` is
+titled ``KeepAlive``. Frontmatter problems become warnings, never failures:
+one typo in a header should not hide the whole note from search.
+
+MDX is read as Markdown: its ``import``/``export`` lines and JSX component
+tags are markup to display text, and markdown-it takes them for paragraphs
+and HTML blocks, which is all the chunker needs to know.
 """
 
 from __future__ import annotations
@@ -17,11 +22,11 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
 from kbseek.ingest.parsers.text import decode_utf8, title_from_path
 from kbseek.models import ParsedDocument
+from kbseek.text.display import display_line
 
 _TOP_LEVEL_KINDS: dict[str, BlockKind] = {
     "heading_open": BlockKind.HEADING,
@@ -41,10 +46,10 @@ _MAX_DEPTH = 50
 
 
 class MarkdownParser:
-    """``.md`` / ``.markdown`` files (CommonMark plus tables)."""
+    """``.md`` / ``.markdown`` / ``.mdx`` files (CommonMark plus tables)."""
 
     name = "md"
-    extensions: tuple[str, ...] = (".md", ".markdown")
+    extensions: tuple[str, ...] = (".md", ".markdown", ".mdx")
     media_type = "text/markdown"
 
     def __init__(self) -> None:
@@ -57,8 +62,7 @@ class MarkdownParser:
         lines = LineIndex(text)
         meta = read_frontmatter(text, lines)
         blocks = self.blocks(text, lines, meta.body_line)
-        first_h1 = next((b.heading for b in blocks if b.kind is BlockKind.HEADING and b.level == 1), "")
-        title = meta.title or first_h1 or title_from_path(path)
+        title = meta.title or first_heading(blocks) or title_from_path(path)
         body_start = lines.start_of(meta.body_line)
         chunks = build_chunks(path, text, blocks, title=title, options=options, body_start=body_start)
         return ParsedDocument(
@@ -89,7 +93,8 @@ class MarkdownParser:
             if token.level == 0:
                 kind = _TOP_LEVEL_KINDS.get(token.type, BlockKind.OTHER)
                 if kind is BlockKind.HEADING:
-                    heading = _inline_text(tokens[index + 1]) if index + 1 < len(tokens) else ""
+                    inline = tokens[index + 1] if index + 1 < len(tokens) else None
+                    heading = display_line(inline.content) if inline and inline.type == "inline" else ""
                     tops.append(Block(start, end, kind, int(token.tag[1:]), heading))
                 else:
                     tops.append(Block(start, end, kind))
@@ -102,24 +107,14 @@ class MarkdownParser:
         ]
 
 
-def _inline_text(token: Token) -> str:
-    """A heading's plain text: markup dropped, code spans and image alt text kept."""
-    if token.type != "inline":
-        return ""
-    text = " ".join(_plain(token.children or []).split())
-    return text or " ".join(token.content.split())
+def first_heading(blocks: list[Block]) -> str:
+    """The text of the first heading of any level.
 
-
-def _plain(children: list[Token]) -> str:
-    parts: list[str] = []
-    for child in children:
-        if child.type == "image":
-            parts.append(_plain(child.children or []))
-        elif child.type in ("text", "code_inline", "text_special", "html_inline"):
-            parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-    return "".join(parts)
+    Many real pages have no H1: a book chapter split into files opens each file at
+    H2, and a generated site puts the page title in the frontmatter or the layout.
+    Their first heading still names the page better than the file name does.
+    """
+    return next((b.heading for b in blocks if b.kind is BlockKind.HEADING and b.heading), "")
 
 
 # ------------------------------------------------------------ frontmatter

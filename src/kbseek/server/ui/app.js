@@ -5,6 +5,7 @@
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kbseek-token";
+const HINT = "Ask a question or type some keywords, in English or 日本語. Each result links to the note it comes from.";
 let statusTimer = null;
 let openDoc = null; // {path, next}
 
@@ -16,6 +17,51 @@ function el(tag, className, text) {
 }
 
 class Unauthorized extends Error {}
+
+// "1 note", "2 notes": a count in words, never "1 notes".
+function plural(n, noun, many) {
+  return `${n} ${n === 1 ? noun : many || noun + "s"}`;
+}
+
+// The server's notes are written for agents ("raise limit or narrow with path_prefix/tags"). Each
+// comes with a machine-readable kind (note_codes), which this page says in words for people; a kind
+// it does not know is shown as the server wrote it. ``filtered``: a folder or tag narrowed the search.
+function noteForPeople(code, note, r, filtered) {
+  switch (code) {
+    case "clamped":
+      return null; // the page's own request was adjusted to the server's caps: nothing for a person to do
+    case "more_hits":
+      return "More results exist than are shown: add words, or pick a folder or tag to narrow the search.";
+    case "terms_dropped":
+      return "The search had too many words, so only the first ones were used: try a shorter search.";
+    case "cut_to_fit":
+      return "Some results were left out to keep the page short: narrow the search to see them.";
+    case "semantic_loading":
+      return "Search by meaning is still starting, so these results match your words only.";
+    case "semantic_partial":
+      return `Search by meaning covers ${r.index.embedded} of ${plural(r.index.chunks, "passage")} so far; ` +
+        "the rest are matched by their words only until indexing finishes.";
+    case "semantic_unavailable":
+      return "Search by meaning is unavailable, so results match your words only (kbseek status says why).";
+    case "empty":
+      return nothingFound(r, filtered);
+    default:
+      return note;
+  }
+}
+
+function nothingFound(r, filtered) {
+  if (r.index.documents === 0) {
+    return r.index.indexing
+      ? "Nothing is indexed yet: the first indexing pass is still running. Try again in a moment."
+      : "Nothing is indexed yet: no notes kbseek can read (Markdown or text files) were found.";
+  }
+  if (r.legs.lexical === "no_terms") return "Nothing matched: the search holds no words, only punctuation.";
+  const where = filtered ? " in this folder or tag" : "";
+  const clear = filtered ? ", or clear the folder and tag" : "";
+  return `Nothing matched${where} among ${plural(r.index.documents, "note")}. ` +
+    `Try other words, a synonym, or the other language${clear}.`;
+}
 
 async function api(path, params) {
   const url = new URL(path, window.location.origin);
@@ -89,7 +135,7 @@ async function search(event, initial) {
   const results = $("results");
   if (!q) {
     results.replaceChildren();
-    say("Type a question or some keywords.");
+    say(HINT);
     return;
   }
   const params = [["q", q], ["limit", "20"]];
@@ -99,10 +145,15 @@ async function search(event, initial) {
   try {
     const r = await api("/api/search", params);
     results.replaceChildren(...r.hits.map(renderHit));
-    const parts = [`${r.hits.length} result${r.hits.length === 1 ? "" : "s"}`];
-    if (r.legs.semantic !== "ok") parts.push(`semantic search ${r.legs.semantic}`);
-    if (r.low_confidence) parts.push("weak matches: the knowledge base may not cover this");
-    say(parts.concat(r.notes).join(" · "));
+    const parts = r.hits.length ? [plural(r.hits.length, "result")] : []; // an empty result says so below
+    if (r.legs.semantic === "off") parts.push("matched by words only");
+    if (r.low_confidence && r.hits.length) parts.push("weak matches: the knowledge base may not cover this");
+    const codes = r.note_codes || [];
+    r.notes.forEach((note, i) => {
+      const text = noteForPeople(codes[i], note, r, Boolean(prefix || tag));
+      if (text) parts.push(text);
+    });
+    say(parts.join(" · "));
   } catch (error) {
     if (error instanceof Unauthorized) return askForToken();
     results.replaceChildren();
@@ -149,6 +200,11 @@ function ago(iso) {
   return new Date(iso).toLocaleString();
 }
 
+function semanticState(s) {
+  if (s.semantic === "partial" && s.embedded !== null) return `partial: ${s.embedded}/${s.chunks} embedded`;
+  return s.semantic;
+}
+
 async function refreshStatus() {
   clearTimeout(statusTimer);
   const band = $("status");
@@ -157,8 +213,8 @@ async function refreshStatus() {
     const s = await api("/api/status");
     busy = s.indexing;
     const parts = [
-      el("span", "", `${s.documents} documents · ${s.chunks} chunks`),
-      el("span", "", ` · model ${s.model || "none"} (${s.semantic})`),
+      el("span", "", `${plural(s.documents, "document")} · ${plural(s.chunks, "chunk")}`),
+      el("span", "", ` · model ${s.model || "none"} (${semanticState(s)})`),
       el("span", s.watcher.startsWith("unavailable") ? "bad" : "", ` · watcher ${s.watcher}`),
       el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
     ];
@@ -216,6 +272,7 @@ function start() {
   window.addEventListener("hashchange", route);
   loadFolders().then(() => {
     if ($("q").value.trim()) search(null, true);
+    else say(HINT);
     route();
   });
   refreshStatus();

@@ -1,0 +1,86 @@
+"""The English and Japanese READMEs describe the same product.
+
+A reader of either one must meet every command and every MCP tool and prompt,
+so the names are taken from the real CLI and the real server, not from a list
+kept here that could drift along with the READMEs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from mcp import Client
+
+from kbseek.cli import cli
+from kbseek.core import KbCore
+from kbseek.server.mcp import build_server
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+READMES = {"en": ROOT / "README.md", "ja": ROOT / "README.ja.md"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def cli_commands() -> set[str]:
+    """Every command a user can type, with a group's subcommands as ``group sub``."""
+    names: set[str] = set()
+    for name, command in cli.commands.items():
+        if isinstance(command, click.Group):
+            names.update(f"{name} {sub}" for sub in command.commands)
+        else:
+            names.add(name)
+    return names
+
+
+async def mcp_names(core: KbCore) -> set[str]:
+    async with Client(build_server(core)) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+    return tools | prompts
+
+
+def named_commands(text: str, known: set[str]) -> set[str]:
+    return {
+        c for c in known if re.search(r"\bkbseek\s+" + r"\s+".join(map(re.escape, c.split())) + r"\b", text)
+    }
+
+
+def named_mcp(text: str, known: set[str]) -> set[str]:
+    return {n for n in known if re.search(r"`" + re.escape(n) + r"[`(]", text)}
+
+
+def test_the_english_readme_links_the_japanese_one_in_its_first_lines_and_back() -> None:
+    head = READMES["en"].read_text(encoding="utf-8").splitlines()[:5]
+    assert any("README.ja.md" in line for line in head), "README.md must link README.ja.md near the top"
+    head_ja = READMES["ja"].read_text(encoding="utf-8").splitlines()[:5]
+    assert any("README.md" in line for line in head_ja), "README.ja.md must link README.md near the top"
+
+
+async def test_both_readmes_name_every_cli_command_and_mcp_tool_and_prompt(core: KbCore) -> None:
+    commands, mcp = cli_commands(), await mcp_names(core)
+    found = {}
+    for lang, path in READMES.items():
+        text = path.read_text(encoding="utf-8")
+        found[lang] = (named_commands(text, commands), named_mcp(text, mcp))
+    for lang in READMES:
+        cmds, names = found[lang]
+        assert cmds == commands, f"{READMES[lang].name} never names: {sorted(commands - cmds)}"
+        assert names == mcp, f"{READMES[lang].name} never names: {sorted(mcp - names)}"
+    assert found["en"] == found["ja"]
+
+
+def test_both_readmes_have_the_same_sections() -> None:
+    """Same number of second-level sections in the same order: a section added to one is added to both."""
+    counts = {
+        lang: len(re.findall(r"^## ", path.read_text(encoding="utf-8"), flags=re.MULTILINE))
+        for lang, path in READMES.items()
+    }
+    assert counts["en"] == counts["ja"], counts

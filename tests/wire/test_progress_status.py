@@ -1,0 +1,113 @@
+"""index_status while a pass runs: phase, counts, rate and ETA, from the same tracker as the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from kbseek.config import Settings
+from kbseek.core import KbCore
+from kbseek.embed.base import EmbedderSpec
+from kbseek.progress import ProgressSnapshot
+from kbseek.server.mcp import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class HeldEmbedder:
+    """Hash vectors, one text per batch; the second batch waits until the test lets it go.
+
+    Holding the pass in the middle of its embed phase is what lets a test look at index_status
+    exactly where a person or an agent would, without timing anything.
+    """
+
+    model_id = "test-hash:1"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def load(self) -> None:
+        pass
+
+    def _vector(self, text: str) -> np.ndarray:
+        raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[: self.dim * 4], dtype="<u4")
+        v = raw.astype(np.float32) + 1.0
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == 2:
+            self.held.set()
+            assert self.release.wait(30), "the test never released the pass"
+        return np.stack([self._vector(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+def held_core(root: Path) -> tuple[KbCore, HeldEmbedder]:
+    embedder = HeldEmbedder()
+    settings = Settings(root=root, freshness_interval_s=0.0, embed=EmbedderSpec(batch_size=1))
+    core = KbCore(settings, embedder=embedder)  # type: ignore[arg-type]
+    core.load_semantic()
+    return core, embedder
+
+
+async def index_status(core: KbCore) -> tuple[dict[str, Any], str]:
+    async with Client(build_server(core)) as client:
+        result = await client.call_tool("index_status", {})
+    assert not result.is_error
+    return result.structured_content or {}, result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_index_status_mid_pass_reports_phase_counts_rate_and_eta(kb_root: Path) -> None:
+    core, embedder = held_core(kb_root)
+    seen: list[ProgressSnapshot] = []
+    worker = threading.Thread(target=lambda: core.index(progress=seen.append))
+    worker.start()
+    try:
+        assert embedder.held.wait(30), "the pass never reached its second embedding batch"
+        data, text = await index_status(core)
+    finally:
+        embedder.release.set()
+        worker.join(30)
+    assert data["indexing"] is True
+    progress = data["progress"]
+    assert progress["phase"] == "embed" and progress["unit"] == "chunks"
+    assert progress["done"] == 1 and progress["total"] >= 2
+    assert progress["rate"] > 0 and progress["eta"] >= 0  # one chunk done in measurable time
+    assert "running — embed 1/" in text  # the readable block says the same
+    # The caller's display got the very snapshot that index_status showed: one tracker for both.
+    shown = next(s for s in seen if s.phase == "embed" and s.done == 1)
+    assert (shown.total, round(shown.rate or 0, 2)) == (progress["total"], progress["rate"])
+    assert list(dict.fromkeys(s.phase for s in seen)) == ["scan", "parse", "embed"]
+
+    data, text = await index_status(core)
+    assert data["indexing"] is False and data["progress"] is None
+    assert "idle" in text
+    core.close()
+
+
+async def test_the_progress_shape_is_in_the_tool_output_schema(core: KbCore) -> None:
+    async with Client(build_server(core)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    schema = tools["index_status"].output_schema or {}
+    progress = schema["$defs"]["IndexProgress"]
+    assert {"phase", "done", "total", "unit", "rate", "eta"} <= set(progress["properties"])
+    assert "scan" in progress["properties"]["phase"]["description"]
+    assert "seconds" in progress["properties"]["eta"]["description"].lower()
