@@ -1,4 +1,5 @@
 # The two ways in: `make demo` and `make test`. Both create ./.venv on first use.
+# `make check` is the fast loop while working: lint and the tests that need no model, browser or npm.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +8,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 CONFORMANCE := conformance/node_modules/.installed
 
-.PHONY: demo test lint format bench clean browser wheel-smoke
+.PHONY: demo test check lint format bench clean browser wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,16 @@ test: $(DEV_STAMP) browser $(CONFORMANCE)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(MAKE) --no-print-directory wheel-smoke
 	$(BIN)/pytest
+
+# The fast loop (under a minute on 2 cores): lint, then every test but those that load the real
+# embedding model (marked slow), drive Chromium, or run the MCP conformance suite; the wheel smoke
+# test is left to `make test`, which still runs everything.
+FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py
+
+check: $(DEV_STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/pytest -q $(FAST_TESTS)
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks examples

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 from kbseek.eval import load_golden, run_eval, summarize
 
 HERE = Path(__file__).resolve().parent
@@ -40,9 +40,9 @@ def main() -> None:
     args = parser.parse_args()
     root = args.kb.resolve()
     queries = load_golden(args.golden)
-    base = KbCore(Settings(root=root, freshness_interval_s=1e9))
-    base.load_semantic()
-    base.index()
+    base = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=1e9))
+    base.index()  # loads the model once; every variant below shares it
+    shared = base.retrieval().embedder
 
     header = [
         "fusion",
@@ -58,12 +58,12 @@ def main() -> None:
     print("|" + "---|" * len(header))
     for name, overrides in VARIANTS:
         semantic = overrides.get("semantic", True)
-        core = KbCore(
-            Settings(root=root, freshness_interval_s=1e9, **overrides),  # type: ignore[arg-type]
-            embedder=base.embedder if semantic else None,
+        kb = KnowledgeBase(
+            settings=Settings(root=root, freshness_interval_s=1e9, **overrides),  # type: ignore[arg-type]
+            embedder=shared if semantic else None,
         )
-        core.load_semantic()
-        summary = summarize(run_eval(core, queries))
+        summary = summarize(run_eval(kb, queries))
+        kb.close()
         o, groups = summary["overall"], summary["groups"]
         cells = [o["ndcg@10"], o["recall@1"], o["recall@5"], o["mrr"]]
         cells += [groups.get(f"kind:{k}", {}).get("recall@5", float("nan")) for k in KINDS]
@@ -72,6 +72,7 @@ def main() -> None:
             o.get("abstained", float("nan")),
         ]
         print(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    base.close()
 
 
 if __name__ == "__main__":

@@ -22,12 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import WORK, doc_id, load, mean, mrr_at, ndcg_at, percentile, recall_at, write_markdown
+from kbseek import KnowledgeBase
 from kbseek.config import Limits, Settings
-from kbseek.core import KbCore
 from kbseek.embed.base import EmbedderSpec
 from kbseek.embed.chunk_vectors import passage_input
+from kbseek.retrieval import Retrieval
 from kbseek.search.fts_query import compile_query
-from kbseek.search.pipeline import DenseLeg, SearchRequest, run_search
+from kbseek.search.pipeline import DenseLeg, SearchRequest
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 LATENCY_QUERIES = 200
@@ -54,52 +55,55 @@ def bench(
         root=root, index_dir=index_dir, limits=limits, freshness_interval_s=1e9, fusion=fusion,
         dense_weight=dense_weight, dense_weight_matched=matched_weight, embed=EmbedderSpec(provider=embedder, threads=threads),
     )  # fmt: skip
-    core = KbCore(settings)
+    kb = KnowledgeBase(settings=settings)
     t0 = time.perf_counter()
-    core.load_semantic()
+    kb.load_semantic()  # timed apart from the pass; index() would load it on first need otherwise
     load_s = time.perf_counter() - t0
-    assert core.embedder is not None and core._dense is not None, core.status().notes
+    legs = kb.retrieval()
+    embedder, dense_index = legs.embedder, legs.dense
+    assert embedder is not None and dense_index is not None, kb.status().notes
 
     t0 = time.perf_counter()
-    report = core.index()
+    report = kb.index()
     index_s = time.perf_counter() - t0
-    docs, chunks = core.store.counts()
+    summary = kb.summary()
+    docs, chunks = summary.documents, summary.chunks
+
+    # Every chunk has a vector now: rowid → chunk, for the legs' rowids and the raw throughput sample.
+    rows = legs.store.chunks_by_rowid(legs.store.vector_rowids().tolist())
+    rowid_path = {rowid: row.path for rowid, row in rows.items()}
 
     # Raw embedder throughput on (a sample of) the same chunk inputs, same batch size.
-    rows = core.store.conn.execute("SELECT heading_path, text FROM chunks ORDER BY id LIMIT 512").fetchall()
-    import json
-
-    inputs = [passage_input(tuple(json.loads(h)), t) for h, t in rows]
+    inputs = [passage_input(row.heading_path, row.text) for _, row in sorted(rows.items())[:512]]
     batch = settings.embed.batch_size
     t0 = time.perf_counter()
     for i in range(0, len(inputs), batch):
-        core.embedder.embed_documents(inputs[i : i + batch])
+        embedder.embed_documents(inputs[i : i + batch])
     raw_cps = len(inputs) / (time.perf_counter() - t0)
     pipeline_cps = report.chunks_embedded / index_s
 
     queries = list(collection.queries.items())[:max_queries]
+    max_terms = settings.limits.max_query_terms
     per_leg: dict[str, list[dict[str, float]]] = {"lexical": [], "dense": [], "hybrid": []}
-    legs = {v: _dense_leg(core, v) for v in variants}
+    variant_legs = {v: _dense_leg(legs, v) for v in variants}
     per_leg.update({f"hybrid {v}": [] for v in variants})
-    rowid_path = {r[0]: r[1] for r in core.store.conn.execute(
-        "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id")}  # fmt: skip
     for qid, text in queries:
         rel = collection.qrels[qid]
-        request = SearchRequest(query=text, limit=100, snippet_chars=0, max_hits_per_document=1)
-        hybrid = [doc_id(h.chunk.path) for h in run_search(core.store, request, core._dense_leg()).hits]
-        compiled = compile_query(text)
-        lexical = _dedupe(
-            [doc_id(rowid_path[r]) for r, _ in core.store.lexical(compiled.expression, limit=300)]
-            if compiled.expression
-            else []
+        request = SearchRequest(
+            query=text, limit=100, snippet_chars=0, max_terms=max_terms, max_hits_per_document=1
         )
-        qvec = core.embedder.embed_query(text)
-        dense = _dedupe([doc_id(rowid_path[r]) for r, _ in core._dense.search(qvec, 300)])
+        hybrid = [doc_id(h.chunk.path) for h in legs.run(request, legs.dense_leg()).hits]
+        compiled = compile_query(text, max_terms=max_terms)
+        lexical = _dedupe(
+            [doc_id(rowid_path[r]) for r, _ in legs.store.lexical_candidates(compiled.terms, limit=300)]
+        )
+        qvec = embedder.embed_query(text)
+        dense = _dedupe([doc_id(rowid_path[r]) for r, _ in dense_index.search(qvec, 300)])
         per_leg["hybrid"].append(metrics(hybrid, rel))
         per_leg["lexical"].append(metrics(lexical, rel))
         per_leg["dense"].append(metrics(dense, rel))
-        for v, leg in legs.items():
-            ranked = [doc_id(h.chunk.path) for h in run_search(core.store, request, leg).hits]
+        for v, leg in variant_legs.items():
+            ranked = [doc_id(h.chunk.path) for h in legs.run(request, leg).hits]
             per_leg[f"hybrid {v}"].append(metrics(ranked, rel))
 
     # Latency: warm hybrid search vs the sum of its parts, on the same queries.
@@ -107,20 +111,19 @@ def bench(
     full, parts = [], []
     for text in sample:
         t0 = time.perf_counter()
-        core.search(text, limit=10)
+        kb.search(text, limit=10)
         full.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        qvec = core.embedder.embed_query(text)
-        compiled = compile_query(text)
-        if compiled.expression:
-            core.store.lexical(compiled.expression, limit=100)
-        core._dense.search(qvec, 100)
+        qvec = embedder.embed_query(text)
+        compiled = compile_query(text, max_terms=max_terms)
+        legs.store.lexical_candidates(compiled.terms, limit=100)
+        dense_index.search(qvec, 100)
         parts.append((time.perf_counter() - t0) * 1000)
-    core.close()
+    kb.close()
 
     print(f"\n## {name} ({SPLITS[name]} split, {len(queries)} queries, {docs} documents, {chunks} chunks)")
     print(
-        f"fusion={fusion} dense_weight={dense_weight}→{matched_weight} model={core.embedder.model_id} "
+        f"fusion={fusion} dense_weight={dense_weight}→{matched_weight} model={embedder.model_id} "
         f"load {load_s:.1f}s\n"
     )
     print("| leg | nDCG@10 | recall@10 | recall@100 | MRR@10 |")
@@ -141,16 +144,17 @@ def bench(
     print(f"| ratio p50 | {percentile(full, 50) / percentile(parts, 50):.2f}× | |")
 
 
-def _dense_leg(core: KbCore, variant: str) -> DenseLeg:
+def _dense_leg(legs: Retrieval, variant: str) -> DenseLeg:
     """``blend:0.6`` (a fixed weight), ``blend:0.8:0.3`` (adaptive: unmatched, matched) or ``rrf``:
     the same pipeline with another fusion, for comparison in one run."""
-    assert core._dense is not None and core.embedder is not None
+    configured = legs.dense_leg()
+    assert configured is not None
     method, *weights = variant.split(":")
-    unmatched = float(weights[0]) if weights else 0.7
+    unmatched = float(weights[0]) if weights else configured.dense_weight
     matched = float(weights[1]) if len(weights) > 1 else unmatched
-    return DenseLeg(
-        core._dense, core.embedder.embed_query, method, unmatched, 60, matched, core.settings.embed.floor
-    )
+    leg = legs.dense_leg(fusion=method, dense_weight=unmatched, matched_weight=matched)
+    assert leg is not None
+    return leg
 
 
 def _dedupe(ids: list[str]) -> list[str]:

@@ -1,4 +1,8 @@
-"""Shared fixtures: a small English/Japanese knowledge base on disk and a core indexed over it."""
+"""Shared fixtures: a small English/Japanese knowledge base on disk and a KnowledgeBase indexed over it.
+
+The fixture keeps its historical name ``core`` (and the factory ``make_core``): both give a
+:class:`~kbseek.KnowledgeBase`, lexical-only and checking freshness on every call unless told otherwise.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 
 NOTES: dict[str, str] = {
     "runbooks/deploy.md": """---
@@ -92,14 +96,14 @@ def kb_root(tmp_path: Path) -> Path:
     return root
 
 
-def make_core(root: Path, **overrides: Any) -> KbCore:
+def make_core(root: Path, **overrides: Any) -> KnowledgeBase:
     overrides.setdefault("semantic", False)
     overrides.setdefault("freshness_interval_s", 0.0)
-    return KbCore(Settings(root=root, **overrides))
+    return KnowledgeBase(settings=Settings(root=root, **overrides))
 
 
 @pytest.fixture
-def core(kb_root: Path) -> Iterator[KbCore]:
+def core(kb_root: Path) -> Iterator[KnowledgeBase]:
     c = make_core(kb_root)
     c.index()
     yield c

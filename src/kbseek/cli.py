@@ -1,4 +1,4 @@
-"""The ``kbseek`` command: a thin skin over KbCore.
+"""The ``kbseek`` command: a thin skin over :class:`~kbseek.kb.KnowledgeBase`.
 
 stdout carries data (results, JSON, the MCP protocol under ``serve``);
 progress and logs go to stderr.
@@ -17,11 +17,9 @@ from typing import Any
 
 import click
 
-from kbseek import __version__, render
-from kbseek.config import SettingsSource, find_config
-from kbseek.core import KbCore
+from kbseek import IndexReport, KnowledgeBase, __version__, render
+from kbseek.config import find_config
 from kbseek.errors import KbError
-from kbseek.ingest.indexer import IndexReport
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 from kbseek.words import counted
@@ -60,26 +58,24 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:  # fmt: skip
         _configure_logging(verbose)
         try:
-            cfg = config or find_config(Path.cwd())
-            source = SettingsSource(
-                cfg.resolve() if cfg else None, root=kb, index_dir=index_dir,
-                semantic=False if lexical_only else None,
+            knowledge_base = KnowledgeBase(
+                kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
+                semantic=False if lexical_only else None, read_only=getattr(fn, "reads_only", False),
             )  # fmt: skip
-            core = KbCore(source.load(), source=source, read_only=getattr(fn, "reads_only", False))
         except KbError as exc:
             raise click.ClickException(str(exc)) from exc
         try:
-            return fn(core, **kwargs)
+            return fn(knowledge_base, **kwargs)
         except KbError as exc:
             raise click.ClickException(str(exc)) from exc
         finally:
-            core.close()
+            knowledge_base.close()
 
     return wrapper
 
 
 def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a command that only looks (status, get): its core creates no index folder in the notes."""
+    """Mark a command that only looks (status, get): it creates no index folder in the notes."""
     fn.reads_only = True  # type: ignore[attr-defined]
     return fn
 
@@ -203,11 +199,11 @@ def _progress_display(*, silent: bool, interval: float) -> _Display:
     return _LogLines(interval)
 
 
-def _summary(report: IndexReport, core: KbCore) -> str:
-    docs, chunks = core.store.counts()
+def _summary(report: IndexReport, kb: KnowledgeBase) -> str:
+    docs, chunks = (s := kb.summary()).documents, s.chunks
     lines = [
         f"indexed {counted(docs, 'document')}, {counted(chunks, 'chunk')} in {report.seconds:.2f}s "
-        f"({core.store.path})",
+        f"({kb.index_path})",
         f"  added {len(report.added)}, updated {len(report.updated)}, renamed {len(report.renamed)}, "
         f"deleted {len(report.deleted)}, unchanged {report.unchanged}, skipped {len(report.skipped)}"
         + (f", embedded {counted(report.chunks_embedded, 'chunk')}" if report.chunks_embedded else ""),
@@ -216,7 +212,7 @@ def _summary(report: IndexReport, core: KbCore) -> str:
     lines.extend(f"  skipped {path}: {reason}" for path, reason in report.skipped)
     lines.extend(f"  warning {path}: {message}" for path, message in report.warnings)
     if docs == 0:
-        lines.append(core.nothing_found_note())  # what to do next, not just "indexed 0 documents"
+        lines.append(kb.nothing_found_note())  # what to do next, not just "indexed 0 documents"
     return "\n".join(lines)
 
 
@@ -233,7 +229,7 @@ def _summary(report: IndexReport, core: KbCore) -> str:
     "--progress-interval", type=click.FloatRange(min=0), default=5.0, envvar="KBSEEK_PROGRESS_INTERVAL",
     hidden=True, help="Seconds between progress lines when stderr is not a terminal.",
 )  # fmt: skip
-def index(core: KbCore, reembed: bool, as_json: bool, quiet: bool, progress_interval: float) -> None:
+def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress_interval: float) -> None:
     """Build or update the index (incremental: only changed files are read).
 
     Progress goes to stderr, phase by phase (scan, parse, embed) with counts, rate and ETA: a bar
@@ -246,13 +242,14 @@ def index(core: KbCore, reembed: bool, as_json: bool, quiet: bool, progress_inte
     """
     progress = _progress_display(silent=quiet or as_json, interval=progress_interval)
     try:
-        if core.settings.semantic:
-            progress.note("loading the embedding model")
-            core.load_semantic()
-            status = core.status()
-            if status.semantic == "unavailable" and not (reembed and core.model_mismatch):
-                raise click.ClickException(status.notes[0] + " (or pass --lexical-only)")
-        report = core.index(progress=progress, reembed=reembed)
+        if kb.settings.semantic:
+            progress.note("loading the embedding model")  # index() would load it too, without saying so
+            kb.load_semantic()
+            if kb.semantic_error is not None and not (reembed and kb.model_mismatch):
+                raise click.ClickException(
+                    f"semantic search unavailable: {kb.semantic_error} (or pass --lexical-only)"
+                )
+        report = kb.index(progress=progress, reembed=reembed)
     finally:
         progress.close()
     if as_json:
@@ -265,7 +262,7 @@ def index(core: KbCore, reembed: bool, as_json: bool, quiet: bool, progress_inte
             "seconds": round(report.seconds, 3),
         }, ensure_ascii=False, indent=2))  # fmt: skip
     else:
-        click.echo(_summary(report, core))
+        click.echo(_summary(report, kb))
 
 
 @cli.command()
@@ -305,7 +302,7 @@ def index(core: KbCore, reembed: bool, as_json: bool, quiet: bool, progress_inte
 )
 @click.option("--ui-allow-remote", is_flag=True, help="Offer the /ui web page to other machines too.")
 def serve(
-    core: KbCore, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
+    kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
     max_sessions: int, max_body_bytes: int, ui_allow_remote: bool,
 ) -> None:  # fmt: skip
@@ -330,9 +327,9 @@ def serve(
     from kbseek.server.mcp import build_server
 
     if not no_watch:
-        core.start_watching()
+        kb.start_watching()
     if not http:
-        build_server(core, background=True).run("stdio")
+        build_server(kb, background=True).run("stdio")
         return
     import os
 
@@ -354,13 +351,13 @@ def serve(
                 f"--token-env {token_env}: that environment variable is empty or unset"
             )
     hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
-    core.start_background()
+    kb.start_background()
     origins = (*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins)
     policy = HttpPolicy(
         port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
         max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
     )  # fmt: skip
-    app = build_http_app(build_server(core), policy, build_web_app(core))
+    app = build_http_app(build_server(kb), policy, build_web_app(kb))
     click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -379,7 +376,7 @@ def _url_host(host: str) -> str:
 @click.option("--explain", is_flag=True, help="Show per-leg ranks and scores.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def search(
-    core: KbCore, query: str, limit: int | None, path_prefix: str | None, tags: tuple[str, ...],
+    kb: KnowledgeBase, query: str, limit: int | None, path_prefix: str | None, tags: tuple[str, ...],
     snippet_chars: int | None, explain: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Search the knowledge base (updates the index first if files changed).
@@ -389,19 +386,48 @@ def search(
         kbseek search --kb examples/kb "rollback a release"
         kbseek search --kb examples/kb "障害対応" --json
     """
-    core.load_semantic()  # search refreshes the index itself before answering
-    r = core.search(query, limit=limit, path_prefix=path_prefix, tags=list(tags), snippet_chars=snippet_chars,
-                    explain=explain)  # fmt: skip
+    r = kb.search(query, limit=limit, path_prefix=path_prefix, tags=list(tags), snippet_chars=snippet_chars,
+                  explain=explain)  # fmt: skip
     click.echo(r.model_dump_json(indent=2) if as_json else render.search_text(r))
+
+
+@cli.command()
+@kb_options
+@click.argument("chunk_ids", metavar="CHUNK_ID...", nargs=-1, required=True)
+@click.option("--context", type=int, default=None, help="Neighbouring chunks on each side (default 1).")
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+def fetch(kb: KnowledgeBase, chunk_ids: tuple[str, ...], context: int | None, as_json: bool) -> None:
+    """Print the full passages of search hits by chunk id, with neighbouring chunks joined.
+
+    An id from before a document was edited is reported as stale: search again for current ids.
+
+    \b
+    Example:
+        kbseek fetch --kb examples/kb c_3f2a9c1e0b7d4a55 --context 2
+    """
+    r = kb.fetch(list(chunk_ids), context=context)
+    click.echo(r.model_dump_json(indent=2) if as_json else render.fetch_text(r))
+
+
+@cli.command()
+@kb_options
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+def topics(kb: KnowledgeBase, as_json: bool) -> None:
+    """List what the knowledge base covers: documents grouped by their first one or two folders.
+
+    A prefix narrows a search: kbseek search --path-prefix PREFIX.
+    """
+    r = kb.topics()
+    click.echo(r.model_dump_json(indent=2) if as_json else render.topics_text(r))
 
 
 @cli.command()
 @kb_options
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @reads_only
-def status(core: KbCore, as_json: bool) -> None:
+def status(kb: KnowledgeBase, as_json: bool) -> None:
     """Show what is indexed, what was skipped and why, and where the index lives."""
-    r = core.status()
+    r = kb.status()
     click.echo(r.model_dump_json(indent=2) if as_json else render.status_text(r))
 
 
@@ -412,9 +438,9 @@ def status(core: KbCore, as_json: bool) -> None:
 @click.option("--max-chars", type=int, default=None, help="Characters to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @reads_only
-def get_document(core: KbCore, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
+def get_document(kb: KnowledgeBase, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
     """Print a document by its path relative to the knowledge-base root (through the same guard as MCP)."""
-    r = core.get_document(path, offset=offset, max_chars=max_chars)
+    r = kb.read_document(path, offset=offset, max_chars=max_chars)
     click.echo(r.model_dump_json(indent=2) if as_json else render.document_text(r))
 
 
@@ -429,7 +455,7 @@ def get_document(core: KbCore, path: str, offset: int, max_chars: int | None, as
     metavar="METRIC=VALUE",
     help="Exit 1 if an overall metric is below VALUE, e.g. --fail-under recall@5=0.9 (repeatable).",
 )
-def eval_command(core: KbCore, golden: Path, fmt: str, fail_under: tuple[str, ...]) -> None:
+def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[str, ...]) -> None:
     """Measure retrieval quality on a golden set (recall@1/5/10, MRR, nDCG@10, per kind and tag).
 
     The run is stored beside the index and compared with the previous one.
@@ -448,10 +474,9 @@ def eval_command(core: KbCore, golden: Path, fmt: str, fail_under: tuple[str, ..
         except ValueError:
             raise click.BadParameter(f"{item!r} is not METRIC=NUMBER", param_hint="--fail-under") from None
     queries = load_golden(golden)
-    core.load_semantic()
-    core.index()
-    summary = summarize(run_eval(core, queries))
-    delta = compare_with_last(summary, core.index_dir, golden)
+    kb.index()
+    summary = summarize(run_eval(kb, queries))
+    delta = compare_with_last(summary, kb.index_dir, golden)
     if fmt == "json":
         click.echo(json.dumps({**summary, "change": delta}, indent=2, ensure_ascii=False))
     else:
@@ -465,7 +490,7 @@ def eval_command(core: KbCore, golden: Path, fmt: str, fail_under: tuple[str, ..
 _DOCTOR_COLOURS = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
 
 
-# Not through kb_options: that wrapper builds the core, which creates the index folder and raises on a
+# Not through kb_options: that wrapper builds the KnowledgeBase, which creates the index folder and raises on a
 # broken config, and doctor must stay read-only and report a broken config as a failed check.
 @cli.command()
 @click.option("--kb", "kb", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_KB",

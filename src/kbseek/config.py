@@ -1,7 +1,7 @@
-"""Settings, resolved once at the edge and handed to the core as a frozen value.
+"""Settings, resolved once at the edge and handed to the ``KnowledgeBase`` as a frozen value.
 
 Precedence: command-line flag > ``KBSEEK_*`` environment variable (read by the
-CLI, never by the core) > ``kbseek.toml`` > default. A config file is strict:
+CLI, never by the library) > ``kbseek.toml`` > default. A config file is strict:
 an unknown key is an error naming the key, because a misspelt option that is
 silently ignored is a setting the user believes is on.
 """
@@ -15,12 +15,11 @@ from typing import Any
 
 from kbseek.embed.base import EmbedderSpec
 from kbseek.errors import ConfigError
+from kbseek.filenames import CONFIG_FILENAME as CONFIG_FILENAME  # re-exported: callers know them from here
+from kbseek.filenames import IGNORE_FILENAME as IGNORE_FILENAME
+from kbseek.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.chunker import ChunkOptions
-from kbseek.ingest.parsers import DEFAULT_ENABLED
-
-CONFIG_FILENAME = "kbseek.toml"
-INDEX_DIRNAME = ".kbseek"
-IGNORE_FILENAME = ".kbseekignore"
+from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
 
 MiB = 1024 * 1024
 
@@ -97,6 +96,12 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_file_bytes <= 0:
             raise ConfigError("max_file_bytes must be a positive number of bytes")
+        unknown = [name for name in self.parsers if name not in AVAILABLE_PARSERS]
+        if unknown:
+            raise ConfigError(
+                f"unknown parser(s) {', '.join(unknown)} in [parsers].enabled; "
+                f"available: {', '.join(AVAILABLE_PARSERS)}"
+            )
         if self.fusion not in ("blend", "rrf"):
             raise ConfigError(f"[search].fusion must be 'blend' or 'rrf', not {self.fusion!r}")
         for name in ("dense_weight", "dense_weight_matched"):
@@ -207,7 +212,10 @@ def build_settings(
         )
     kb = Path(kb).expanduser().resolve()
     if not kb.exists():
-        raise ConfigError(f"knowledge base folder {kb} does not exist")
+        raise ConfigError(
+            f"knowledge base folder {kb} does not exist: pass the folder that holds your notes "
+            "(create it first for a new knowledge base)"
+        )
     if not kb.is_dir():
         raise ConfigError(f"knowledge base {kb} is not a folder")
 

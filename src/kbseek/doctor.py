@@ -5,13 +5,13 @@ detail, fix), so the CLI only renders and the checks can be tested one by one.
 
 Doctor is strictly read-only, because it is what a user runs when something is
 already wrong, and it must not make things worse or hide the evidence: it never
-creates the index folder, opens the index with ``mode=ro`` (and, when no
-write-ahead log is present, ``immutable=1`` so SQLite does not leave ``-wal`` and
-``-shm`` files behind), and finds the holder of the writer lock without taking
-it where the system allows that (``/proc/locks`` on Linux). For the same reason
-it does not build a :class:`~kbseek.core.KbCore`: the core prepares the index
-folder on construction, and a broken config must become a failed check naming
-the error, not a traceback.
+creates the index folder, looks at the index through ``store.schema.inspect_index``
+(``mode=ro``, and, when no write-ahead log is present, ``immutable=1`` so SQLite does
+not leave ``-wal`` and ``-shm`` files behind), and finds the holder of the writer
+lock without taking it where the system allows that (``/proc/locks`` on Linux).
+For the same reason it does not build a :class:`~kbseek.kb.KnowledgeBase`: that
+prepares the index folder on construction, and a broken config must become a
+failed check naming the error, not a traceback.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -32,11 +30,11 @@ from typing import Literal, TypeVar
 
 from kbseek import __version__
 from kbseek.config import CONFIG_FILENAME, Settings, SettingsSource, find_config
-from kbseek.core import INDEX_FILENAME, resolve_index_dir
-from kbseek.embed.base import EmbedderSpec, make_embedder, redact_url
-from kbseek.errors import ConfigError, EmbedderUnavailable
+from kbseek.embed import EmbedderSpec, make_embedder, redact_url
+from kbseek.errors import ConfigError, EmbedderUnavailable, IndexIncompatible
+from kbseek.paths import INDEX_FILENAME, resolve_index_dir
 from kbseek.store.lock import WriterLock
-from kbseek.store.schema import SCHEMA_VERSION
+from kbseek.store.schema import SCHEMA_VERSION, inspect_index
 
 T = TypeVar("T")
 
@@ -190,44 +188,37 @@ def check_index(settings: Settings, model_id: str | None, index_command: str) ->
         f"delete {index_dir} (derived data: `{index_command}` rebuilds it) or choose another --index-dir"
     )
     try:
-        with _open_read_only(db) as conn:
-            has_meta = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-            ).fetchone()
-            if not has_meta:
-                return CheckResult(
-                    "index", "warn", f"{db} holds no kbseek tables yet", f"run `{index_command}`"
-                )
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            version = int(meta.get("schema_version", "0"))
-            if version > SCHEMA_VERSION:
-                return CheckResult(
-                    "index", "fail",
-                    f"{db} was written by a newer kbseek (schema {version}; this one reads {SCHEMA_VERSION})",
-                    f"upgrade kbseek (pip install -U kbseek), or {rebuild}",
-                )  # fmt: skip
-            if version < SCHEMA_VERSION:
-                return CheckResult(
-                    "index", "warn",
-                    f"{db} was written by an older kbseek "
-                    f"(schema {version}; this one writes {SCHEMA_VERSION})",
-                    f"run `{index_command}`: it rebuilds the index from the files",
-                )  # fmt: skip
-            documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
-        return CheckResult("index", "fail", f"{db} is not a readable kbseek index ({exc})", rebuild)
+        facts = inspect_index(db)
+    except IndexIncompatible as exc:
+        return CheckResult("index", "fail", str(exc), rebuild)
     except (OSError, ValueError) as exc:
         return CheckResult("index", "fail", f"cannot read {db}: {exc}", rebuild)
+    if facts is None:
+        return CheckResult("index", "warn", f"{db} holds no kbseek tables yet", f"run `{index_command}`")
+    version = facts.schema_version
+    if version > SCHEMA_VERSION:
+        return CheckResult(
+            "index", "fail",
+            f"{db} was written by a newer kbseek (schema {version}; this one reads {SCHEMA_VERSION})",
+            f"upgrade kbseek (pip install -U kbseek), or {rebuild}",
+        )  # fmt: skip
+    if version < SCHEMA_VERSION or facts.counts is None:
+        return CheckResult(
+            "index", "warn",
+            f"{db} was written by an older kbseek "
+            f"(schema {version}; this one writes {SCHEMA_VERSION})",
+            f"run `{index_command}`: it rebuilds the index from the files",
+        )  # fmt: skip
+    documents, chunks = facts.counts
 
     summary = f"{db}: schema {version}, {documents} documents, {chunks} chunks"
-    if "last_pass_at" in meta:
+    if facts.meta.last_pass_at is not None:
         try:
-            when = datetime.fromtimestamp(float(meta["last_pass_at"]), UTC).strftime("%Y-%m-%d %H:%M UTC")
+            when = datetime.fromtimestamp(facts.meta.last_pass_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
             summary += f", last indexed {when}"
         except ValueError:
             pass
-    recorded = meta.get("embed_model")
+    recorded = facts.meta.embedding.model if facts.meta.embedding is not None else None
     if recorded:
         summary += f", vectors from {recorded}"
     if model_id is not None and recorded and recorded != model_id:
@@ -425,16 +416,6 @@ def _broken(name: str, exc: Exception) -> CheckResult:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-def _open_read_only(db: Path) -> closing[sqlite3.Connection]:
-    """A read-only connection that leaves no trace beside the database file."""
-    wal = db.with_name(db.name + "-wal")
-    shm = db.with_name(db.name + "-shm")
-    # With a live WAL, `mode=ro` reads it (a writer may be active). Without one the file is complete,
-    # and `immutable=1` keeps SQLite from creating -wal and -shm files just to read it.
-    flags = "mode=ro" if wal.exists() and shm.exists() else "mode=ro&immutable=1"
-    return closing(sqlite3.connect(f"{db.resolve().as_uri()}?{flags}", uri=True, timeout=2.0))
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
+from kbseek.catalog import document_path
 from kbseek.errors import ConfigError, KbError
-from kbseek.guard import relative_path
 from kbseek.models import HEADING_SEPARATOR
 from kbseek.responses import SearchHit
 from kbseek.words import counted
@@ -151,7 +151,7 @@ def load_golden(path: Path) -> list[GoldenQuery]:
             if not isinstance(e, dict) or not isinstance(e.get("path"), str):
                 raise ConfigError(f"{where} ({qid}): each expected item needs a 'path'")
             try:
-                rel = relative_path(e["path"])  # "./a.md", "/a.md", "a\\b.md": the same as search's paths
+                rel = document_path(e["path"])  # "./a.md", "/a.md", "a\\b.md": the same as search's paths
             except KbError as exc:
                 raise ConfigError(f"{where} ({qid}): {exc}") from exc
             heading = e.get("heading")
@@ -163,11 +163,11 @@ def load_golden(path: Path) -> list[GoldenQuery]:
     return out
 
 
-def run_eval(core: KbCore, queries: Sequence[GoldenQuery], *, limit: int = 10) -> list[QueryResult]:
+def run_eval(kb: KnowledgeBase, queries: Sequence[GoldenQuery], *, limit: int = 10) -> list[QueryResult]:
     results = []
     for q in queries:
-        r = core.search(q.query, limit=limit)
-        texts = {h.chunk_id: _chunk_text(core, h.chunk_id) for h in r.hits}
+        r = kb.search(q.query, limit=limit)
+        texts = {h.chunk_id: _chunk_text(kb, h.chunk_id) for h in r.hits}
         ranks: list[int | None] = []
         document_ranks: list[int | None] = []
         for e in q.expected:
@@ -183,9 +183,10 @@ def run_eval(core: KbCore, queries: Sequence[GoldenQuery], *, limit: int = 10) -
     return results
 
 
-def _chunk_text(core: KbCore, chunk_id: str) -> str:
-    row = core.store.chunk(chunk_id)
-    return row.text if row else ""
+def _chunk_text(kb: KnowledgeBase, chunk_id: str) -> str:
+    """The hit's own chunk, without neighbours: a heading is credited only if this chunk holds it."""
+    passages = kb.fetch([chunk_id], context=0).passages
+    return passages[0].text if passages else ""
 
 
 def _aggregate(results: Sequence[QueryResult]) -> dict[str, float]:

@@ -57,7 +57,7 @@ class ProgressSnapshot:
 
 
 ProgressListener = Callable[[ProgressSnapshot], None]
-"""What a surface passes to ``KbCore.index`` to show a pass as it runs."""
+"""What a surface passes to ``KnowledgeBase.index`` to show a pass as it runs."""
 
 
 class ProgressTracker:

@@ -1,4 +1,4 @@
-"""The command line, through click's runner: a thin skin over the core."""
+"""The command line, through click's runner: a thin skin over the KnowledgeBase."""
 
 from __future__ import annotations
 
@@ -47,6 +47,23 @@ def test_status_and_get_work_from_the_cli(runner: CliRunner, kb_root: Path) -> N
     assert code == 0 and "bluebird" in out
 
 
+def test_fetch_and_topics_mirror_the_tools(runner: CliRunner, kb_root: Path) -> None:
+    kb = ["--kb", str(kb_root), "--lexical-only"]
+    run(runner, "index", *kb)
+    _, out, _ = run(runner, "search", *kb, "--json", "rollback load balancer")
+    chunk_id = json.loads(out)["hits"][0]["chunk_id"]
+    code, out, _ = run(runner, "fetch", *kb, chunk_id, "--context", "0")
+    assert code == 0 and out.startswith("── runbooks/deploy.md") and "load balancer" in out
+    code, out, _ = run(runner, "fetch", *kb, "--json", chunk_id, "c_0000000000000000")
+    data = json.loads(out)
+    assert code == 0 and data["passages"][0]["requested"] == [chunk_id]
+    assert data["missing"][0]["status"] == "unknown"  # an expected miss is data, not an error
+    code, out, _ = run(runner, "topics", *kb)
+    assert code == 0 and out.splitlines()[0] == "3 topics (4 documents)" and "- runbooks/:" in out
+    code, out, _ = run(runner, "topics", *kb, "--json")
+    assert {t["prefix"] for t in json.loads(out)["topics"]} == {"notes/", "runbooks/", "runbooks/database/"}
+
+
 def test_a_refused_read_is_an_error_message_and_exit_1(runner: CliRunner, kb_root: Path) -> None:
     code, _, err = run(runner, "get", "--kb", str(kb_root), "--lexical-only", "../etc/passwd.md")
     assert code == 1 and "uses '..'" in err
@@ -79,7 +96,7 @@ def test_a_missing_knowledge_base_says_how_to_name_one(
     assert code == 1 and "--kb PATH" in err
 
 
-@pytest.mark.parametrize("command", ["index", "serve", "search", "status", "get"])
+@pytest.mark.parametrize("command", ["index", "serve", "search", "fetch", "topics", "status", "get"])
 def test_every_command_has_useful_help(runner: CliRunner, command: str) -> None:
     code, out, _ = run(runner, command, "--help")
     assert code == 0 and "--kb" in out and len(out) > 300

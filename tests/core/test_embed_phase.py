@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 from kbseek.errors import EmbedderUnavailable
 from kbseek.progress import ProgressSnapshot
 
@@ -41,15 +41,15 @@ class FlakyEmbedder:
 
 
 @pytest.fixture
-def semantic(kb_root: Path) -> tuple[KbCore, FlakyEmbedder]:
+def semantic(kb_root: Path) -> tuple[KnowledgeBase, FlakyEmbedder]:
     embedder = FlakyEmbedder()
-    core = KbCore(Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)  # type: ignore[arg-type]
+    core = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)  # type: ignore[arg-type]
     core.load_semantic()
     return core, embedder
 
 
 def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
-    semantic: tuple[KbCore, FlakyEmbedder],
+    semantic: tuple[KnowledgeBase, FlakyEmbedder],
 ) -> None:
     core, _ = semantic
     seen: list[ProgressSnapshot] = []
@@ -73,7 +73,7 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
 
 
 def test_a_failed_embed_phase_keeps_keyword_search_and_the_next_check_embeds(
-    semantic: tuple[KbCore, FlakyEmbedder],
+    semantic: tuple[KnowledgeBase, FlakyEmbedder],
 ) -> None:
     core, embedder = semantic
     embedder.down = True
@@ -86,8 +86,8 @@ def test_a_failed_embed_phase_keeps_keyword_search_and_the_next_check_embeds(
     embedder.down = False
     core.refresh()  # no file changed, but the failed pass is owed
     assert core.store.chunks_without_vectors() == []
-    made_good = core._last_report
+    made_good = core.last_report
     assert made_good is not None and made_good.chunks_embedded > 0
     core.refresh()  # once made good, an unchanged tree runs no pass
-    assert core._last_report is made_good
+    assert core.last_report is made_good
     core.close()

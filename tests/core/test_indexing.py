@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.errors import IndexIncompatible
 from tests.conftest import make_core
 
@@ -18,25 +18,25 @@ def bump(path: Path) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
 
 
-def test_a_first_pass_adds_every_indexable_file(core: KbCore) -> None:
-    report = core._last_report
+def test_a_first_pass_adds_every_indexable_file(core: KnowledgeBase) -> None:
+    report = core.last_report
     assert report is not None
     assert sorted(report.added) == ["notes/plain.txt", "notes/障害対応.md", "runbooks/database/backup.md",
                                     "runbooks/deploy.md"]  # fmt: skip
 
 
-def test_a_second_pass_over_unchanged_files_reads_nothing(core: KbCore) -> None:
+def test_a_second_pass_over_unchanged_files_reads_nothing(core: KnowledgeBase) -> None:
     report = core.index()
     assert report.unchanged == 4 and not report.changed
 
 
-def test_a_touched_but_identical_file_is_not_reparsed(core: KbCore) -> None:
+def test_a_touched_but_identical_file_is_not_reparsed(core: KnowledgeBase) -> None:
     bump(core.root / "runbooks/deploy.md")
     report = core.index()
     assert report.updated == [] and report.unchanged == 4
 
 
-def test_an_edited_file_is_the_only_one_updated(core: KbCore) -> None:
+def test_an_edited_file_is_the_only_one_updated(core: KnowledgeBase) -> None:
     path = core.root / "runbooks/deploy.md"
     path.write_text(path.read_text(encoding="utf-8") + "\nA new paragraph.\n", encoding="utf-8")
     bump(path)
@@ -44,14 +44,14 @@ def test_an_edited_file_is_the_only_one_updated(core: KbCore) -> None:
     assert report.updated == ["runbooks/deploy.md"] and report.unchanged == 3
 
 
-def test_a_deleted_file_leaves_the_index(core: KbCore) -> None:
+def test_a_deleted_file_leaves_the_index(core: KnowledgeBase) -> None:
     (core.root / "notes/plain.txt").unlink()
     report = core.index()
     assert report.deleted == ["notes/plain.txt"]
     assert core.search("descaling").hits == []
 
 
-def test_a_renamed_file_is_recognised_by_its_hash(core: KbCore) -> None:
+def test_a_renamed_file_is_recognised_by_its_hash(core: KnowledgeBase) -> None:
     (core.root / "runbooks/deploy.md").rename(core.root / "runbooks/release.md")
     report = core.index()
     assert report.renamed == [("runbooks/deploy.md", "runbooks/release.md")]
@@ -93,10 +93,10 @@ def test_exclude_dirs_keeps_a_folder_out_of_the_index_only(kb_root: Path) -> Non
     c = make_core(kb_root, exclude_dirs=("database",))
     c.index()
     assert "runbooks/database/backup.md" not in {d.path for d in c.store.documents()}
-    assert "Nightly snapshots" in c.get_document("runbooks/database/backup.md").text
+    assert "Nightly snapshots" in c.read_document("runbooks/database/backup.md").text
 
 
-def test_the_index_folder_is_created_with_a_gitignore(core: KbCore) -> None:
+def test_the_index_folder_is_created_with_a_gitignore(core: KnowledgeBase) -> None:
     assert core.index_dir == core.root / ".kbseek"
     assert (core.index_dir / ".gitignore").read_text(encoding="utf-8") == "*\n"
 
@@ -141,20 +141,21 @@ def test_an_index_from_an_older_schema_is_rebuilt(kb_root: Path) -> None:
 def test_a_crash_mid_pass_keeps_finished_documents_and_no_half_written_one(
     kb_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbseek.store.sqlite import Store
+    from kbseek.store.base import ChunkInput
+    from kbseek.store.sqlite_writer import SqliteWriter
 
     c = make_core(kb_root)
-    original = Store._insert_chunks
+    original = SqliteWriter._insert_chunks
     calls = {"n": 0}
 
-    def failing(self: Store, conn: sqlite3.Connection, doc_id: int, chunks: object) -> None:
+    def failing(self: SqliteWriter, doc_id: int, chunks: tuple[ChunkInput, ...]) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
-            original(self, conn, doc_id, list(chunks)[:1])  # type: ignore[call-overload]
+            original(self, doc_id, chunks[:1])
             raise RuntimeError("simulated crash")
-        original(self, conn, doc_id, chunks)  # type: ignore[arg-type]
+        original(self, doc_id, chunks)
 
-    monkeypatch.setattr(Store, "_insert_chunks", failing)
+    monkeypatch.setattr(SqliteWriter, "_insert_chunks", failing)
     with pytest.raises(RuntimeError):
         c.index()
     docs = c.store.documents()
@@ -168,7 +169,7 @@ def test_a_crash_mid_pass_keeps_finished_documents_and_no_half_written_one(
         "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)"
     ).fetchone()[0]
     assert orphans == 0
-    monkeypatch.setattr(Store, "_insert_chunks", original)
+    monkeypatch.setattr(SqliteWriter, "_insert_chunks", original)
     assert len(c.index().added) == 2
 
 

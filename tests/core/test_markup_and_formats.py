@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.parsers import PARSE_VERSION
 from tests.conftest import make_core
@@ -45,7 +45,7 @@ KEEPALIVE_MD = """## KeepAlive {#keepalive}
 """
 
 
-def _indexed(kb_root: Path, notes: dict[str, str], **settings: object) -> KbCore:
+def _indexed(kb_root: Path, notes: dict[str, str], **settings: object) -> KnowledgeBase:
     for rel, text in notes.items():
         (kb_root / rel).parent.mkdir(parents=True, exist_ok=True)
         (kb_root / rel).write_text(text, encoding="utf-8")
@@ -56,7 +56,7 @@ def _indexed(kb_root: Path, notes: dict[str, str], **settings: object) -> KbCore
 
 def test_an_mdx_page_is_indexed_with_its_imports_and_jsx_left_out(kb_root: Path) -> None:
     core = _indexed(kb_root, {"learn/state.mdx": STATE_MDX}, chunking=SECTIONS)
-    assert "learn/state.mdx" in core._last_report.added  # type: ignore[union-attr]
+    assert "learn/state.mdx" in core.last_report.added  # type: ignore[union-attr]
     hit = next(h for h in core.search("remember things").hits if h.path == "learn/state.mdx")
     assert hit.snippet.startswith("Components need to remember things")
     assert "<Intro>" not in hit.snippet and "import" not in hit.snippet
@@ -64,7 +64,7 @@ def test_an_mdx_page_is_indexed_with_its_imports_and_jsx_left_out(kb_root: Path)
     assert section.heading_path == ["State", "Adding a state variable"]
     # Sandpack and Diagram only occur in import lines and component tags.
     assert all(h.path != "learn/state.mdx" for h in core.search("sandpack diagram").hits)
-    assert core.get_document("learn/state.mdx").text == STATE_MDX  # served as written
+    assert core.read_document("learn/state.mdx").text == STATE_MDX  # served as written
     core.close()
 
 
@@ -124,10 +124,10 @@ def test_an_index_written_by_older_parsers_is_reparsed_once(kb_root: Path) -> No
     conn.close()
 
     again = make_core(kb_root)
-    assert again.store.get_meta("parse_version") == "1"
+    assert again.store.meta().parse_version == 1
     report = again.index()
     assert len(report.updated) == 4 and report.unchanged == 0
     assert "stale" not in {d.title for d in again.store.documents()}
-    assert again.store.get_meta("parse_version") == str(PARSE_VERSION)
+    assert again.store.meta().parse_version == PARSE_VERSION
     assert again.index().unchanged == 4
     again.close()

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbseek import render
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase, render
 from kbseek.words import counted
 from tests.conftest import make_core
 
@@ -20,7 +19,7 @@ def test_counted_takes_the_plural_for_everything_but_one() -> None:
 
 
 @pytest.fixture
-def one_note(tmp_path: Path) -> Iterator[KbCore]:
+def one_note(tmp_path: Path) -> Iterator[KnowledgeBase]:
     root = tmp_path / "kb"
     (root / "notes").mkdir(parents=True)
     (root / "notes" / "only.md").write_text("# Only note\n\nA single short note.\n", encoding="utf-8")
@@ -30,9 +29,9 @@ def one_note(tmp_path: Path) -> Iterator[KbCore]:
     core.close()
 
 
-def test_one_of_each_reads_in_the_singular_for_agents_and_people(one_note: KbCore) -> None:
+def test_one_of_each_reads_in_the_singular_for_agents_and_people(one_note: KnowledgeBase) -> None:
     assert "\n1 document.\n" in (one_note.topic_body("notes/") or "")
-    text = render.topics_text(one_note.list_topics())
+    text = render.topics_text(one_note.topics())
     assert text.splitlines()[0] == "1 topic (1 document)"
     assert "- notes/: 1 document — Only note" in text
     empty = one_note.search("zzqx qqzv")

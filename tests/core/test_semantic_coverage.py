@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 
 
 class HashEmbedder:
@@ -37,8 +38,10 @@ class HashEmbedder:
         return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def semantic_core(root: Path, **overrides: Any) -> KbCore:
-    return KbCore(Settings(root=root, freshness_interval_s=0.0, **overrides), embedder=HashEmbedder())
+def semantic_core(root: Path, **overrides: Any) -> KnowledgeBase:
+    return KnowledgeBase(
+        settings=Settings(root=root, freshness_interval_s=0.0, **overrides), embedder=HashEmbedder()
+    )
 
 
 def test_status_without_the_model_reads_the_index_instead_of_saying_loading(kb_root: Path) -> None:
@@ -89,15 +92,46 @@ def test_status_without_the_model_names_an_index_of_another_model(kb_root: Path)
         looker.close()
 
 
+class HeldLoad(HashEmbedder):
+    """A model whose load waits until the test lets it go: a server's model, still coming up."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def load(self) -> None:
+        assert self.release.wait(30), "the test never released the load"
+
+
 def test_a_server_loading_its_model_still_says_loading(kb_root: Path) -> None:
-    core = semantic_core(kb_root)
+    embedder = HeldLoad()
+    core = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)
     try:
         core.index(embed=False)
-        core._load_started = True  # what start_background sets before its thread loads the model
+        core.start_background()  # the model loads on the server's own thread; calls do not wait for it
         assert core.status().semantic == "loading"
         assert core.search("rollback").legs.semantic == "loading"
     finally:
+        embedder.release.set()
         core.close()
+
+
+def test_index_and_search_load_the_model_when_first_needed(kb_root: Path) -> None:
+    """No call-order trap: without load_semantic(), index() still embeds and search() uses the vectors."""
+    core = semantic_core(kb_root)
+    try:
+        core.index()
+        chunks = core.store.counts()[1]
+        assert (core.status().semantic, core.status().embedded) == ("ok", chunks)
+        r = core.search("rollback load balancer")
+        assert r.legs.semantic == "ok" and r.index.embedded == chunks
+    finally:
+        core.close()
+    searcher = semantic_core(kb_root)  # a fresh process that only searches
+    try:
+        r = searcher.search("rollback load balancer")
+        assert r.legs.semantic == "ok" and "semantic_loading" not in r.note_codes
+    finally:
+        searcher.close()
 
 
 def test_search_while_the_embedding_pass_runs_says_partial_with_counts_and_a_note(kb_root: Path) -> None:

@@ -8,13 +8,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from kbseek.config import SettingsSource
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from tests.conftest import make_core
 
 
@@ -27,12 +25,12 @@ def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
     return condition()
 
 
-def paths(core: KbCore) -> set[str]:
+def paths(core: KnowledgeBase) -> set[str]:
     return {d.path for d in core.store.documents()}
 
 
 @contextmanager
-def watching(core: KbCore) -> Iterator[KbCore]:
+def watching(core: KnowledgeBase) -> Iterator[KnowledgeBase]:
     """``core`` indexed, with its watcher running; closed afterwards."""
     core.index()
     core.start_watching()
@@ -83,9 +81,10 @@ def test_editing_the_ignore_file_re_applies_the_exclusions(kb_root: Path) -> Non
 def test_editing_the_config_file_re_applies_what_a_running_server_can(kb_root: Path, tmp_path: Path) -> None:
     config = tmp_path / "elsewhere" / "kbseek.toml"  # outside the knowledge base
     config.parent.mkdir()
-    config.write_text("exclude_dirs = []\n", encoding="utf-8")
-    source = SettingsSource(config, root=kb_root, semantic=False)
-    with watching(KbCore(replace(source.load(), freshness_interval_s=3600.0), source=source)) as core:
+    config.write_text(
+        "exclude_dirs = []\n[index]\nfreshness_interval = 3600\n", encoding="utf-8"
+    )  # no stat scan
+    with watching(KnowledgeBase(kb_root, config=config, semantic=False)) as core:
         assert "runbooks/deploy.md" in paths(core)
         config.write_text('exclude_dirs = ["runbooks"]\n[limits]\nmax_limit = 20\n', encoding="utf-8")
         assert wait_for(lambda: not any(p.startswith("runbooks/") for p in paths(core)))
@@ -106,9 +105,8 @@ def test_the_config_file_is_also_re_read_by_the_stat_scan_before_a_call(
 ) -> None:
     """Without a watcher (or when an editor's rename-on-save escapes it), the next call applies it."""
     config = tmp_path / "kbseek.toml"
-    config.write_text("exclude_dirs = []\n", encoding="utf-8")
-    source = SettingsSource(config, root=kb_root, semantic=False)
-    core = KbCore(replace(source.load(), freshness_interval_s=0.0), source=source)
+    config.write_text("exclude_dirs = []\n[index]\nfreshness_interval = 0\n", encoding="utf-8")
+    core = KnowledgeBase(kb_root, config=config, semantic=False)
     try:
         core.index()
         replacement = tmp_path / "kbseek.toml.new"
@@ -136,9 +134,9 @@ FALLBACK = """
 import sys, time
 from pathlib import Path
 from kbseek.config import Settings
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 root = Path(sys.argv[1])
-core = KbCore(Settings(root=root, semantic=False, freshness_interval_s=0.0))
+core = KnowledgeBase(settings=Settings(root=root, semantic=False, freshness_interval_s=0.0))
 core.index()
 core.start_watching()
 deadline = time.monotonic() + 10

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.errors import IndexLocked
+from kbseek.store.lock import WriterLock
 from tests.conftest import installed_script, make_core, write_notes
 
 HOLDER = """
@@ -26,7 +27,7 @@ with WriterLock(Path(sys.argv[1])).hold():
 
 
 @pytest.fixture
-def held_by_other_process(core: KbCore) -> Iterator[subprocess.Popen[str]]:
+def held_by_other_process(core: KnowledgeBase) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the writer lock of ``core``'s index until the test ends."""
     with subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(core.index_dir)],
@@ -40,7 +41,7 @@ def held_by_other_process(core: KbCore) -> Iterator[subprocess.Popen[str]]:
 
 
 def test_a_second_writer_is_refused_with_a_message_naming_the_holder(
-    core: KbCore, held_by_other_process: subprocess.Popen[str]
+    core: KnowledgeBase, held_by_other_process: subprocess.Popen[str]
 ) -> None:
     with pytest.raises(IndexLocked) as err:
         core.index()
@@ -50,7 +51,7 @@ def test_a_second_writer_is_refused_with_a_message_naming_the_holder(
 
 
 def test_the_cli_says_who_holds_the_index_and_exits_1(
-    core: KbCore, held_by_other_process: subprocess.Popen[str]
+    core: KnowledgeBase, held_by_other_process: subprocess.Popen[str]
 ) -> None:
     done = subprocess.run(
         [installed_script(), "index", "--kb", str(core.root), "--lexical-only"],
@@ -62,7 +63,7 @@ def test_the_cli_says_who_holds_the_index_and_exits_1(
 
 
 def test_a_server_skips_its_pass_and_says_why_while_searches_still_answer(
-    core: KbCore, held_by_other_process: subprocess.Popen[str]
+    core: KnowledgeBase, held_by_other_process: subprocess.Popen[str]
 ) -> None:
     (core.root / "notes" / "new.md").write_text("# Fresh\n\nA note about zeppelins.\n", encoding="utf-8")
     core.refresh()  # must not raise: the other process indexes the same files
@@ -71,10 +72,10 @@ def test_a_server_skips_its_pass_and_says_why_while_searches_still_answer(
     assert f"pid {held_by_other_process.pid}" in notes
 
 
-def test_the_lock_is_released_when_its_holder_ends(core: KbCore) -> None:
+def test_the_lock_is_released_when_its_holder_ends(core: KnowledgeBase) -> None:
     subprocess.run([sys.executable, "-c", HOLDER, str(core.index_dir)], input="", text=True, check=True)
     core.index()  # would raise IndexLocked if the lock had outlived its process
-    with core._writer.hold():  # and this process can take it again
+    with WriterLock(core.index_dir).hold():  # and this process can take it again
         pass
 
 
@@ -104,11 +105,11 @@ def test_two_index_processes_racing_leave_a_sound_complete_index(tmp_path: Path)
 
 
 def _open_store(path: str, barrier: Any, results: Any) -> None:
-    from kbseek.store.sqlite import Store
+    from kbseek.store.sqlite import SqliteStore
 
     barrier.wait()
     try:
-        Store(Path(path)).close()
+        SqliteStore(Path(path)).close()
         results.put("ok")
     except Exception as exc:  # the test reports whatever went wrong
         results.put(repr(exc))

@@ -14,8 +14,8 @@ import click
 import pytest
 from mcp import Client
 
+from kbseek import KnowledgeBase
 from kbseek.cli import cli
-from kbseek.core import KbCore
 from kbseek.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +40,7 @@ def cli_commands() -> set[str]:
     return names
 
 
-async def mcp_names(core: KbCore) -> set[str]:
+async def mcp_names(core: KnowledgeBase) -> set[str]:
     async with Client(build_server(core)) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         prompts = {p.name for p in (await client.list_prompts()).prompts}
@@ -64,7 +64,7 @@ def test_the_english_readme_links_the_japanese_one_in_its_first_lines_and_back()
     assert any("README.md" in line for line in head_ja), "README.ja.md must link README.md near the top"
 
 
-async def test_both_readmes_name_every_cli_command_and_mcp_tool_and_prompt(core: KbCore) -> None:
+async def test_both_readmes_name_every_cli_command_and_mcp_tool_and_prompt(core: KnowledgeBase) -> None:
     commands, mcp = cli_commands(), await mcp_names(core)
     found = {}
     for lang, path in READMES.items():

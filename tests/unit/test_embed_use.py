@@ -70,7 +70,7 @@ def test_a_lone_string_is_refused_instead_of_embedded_letter_by_letter(use: UseE
 
 
 def test_loading_from_several_threads_at_once_loads_the_model_once() -> None:
-    embedder = UseEmbedder()
+    embedder = UseEmbedder(threads=None, batch_size=EmbedderSpec().batch_size)
     threads = [threading.Thread(target=embedder.load) for _ in range(3)]
     for thread in threads:
         thread.start()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.eval import MISS_K, format_text, load_golden, run_eval, summarize
 from tests.conftest import make_core
 
@@ -39,7 +39,7 @@ queries:
 
 
 @pytest.fixture
-def core(kb_root: Path) -> Iterator[KbCore]:
+def core(kb_root: Path) -> Iterator[KnowledgeBase]:
     (kb_root / NAME).write_text("# データ移行\n\nデータベースの移行手順。\n", encoding="utf-8")
     c = make_core(kb_root)
     c.index()
@@ -56,7 +56,7 @@ def golden(tmp_path: Path) -> Path:
 
 
 def test_a_section_miss_says_the_document_was_found_and_shows_the_sections_it_got(
-    core: KbCore, tmp_path: Path
+    core: KnowledgeBase, tmp_path: Path
 ) -> None:
     queries = load_golden(golden(tmp_path))
     assert queries[0].expected[0].heading == "Canary analysis"  # "## " is how it is written, not its name
@@ -75,7 +75,7 @@ def test_a_section_miss_says_the_document_was_found_and_shows_the_sections_it_go
     assert "got: runbooks/deploy.md › " in text
 
 
-def test_expected_paths_written_another_way_still_match(core: KbCore, tmp_path: Path) -> None:
+def test_expected_paths_written_another_way_still_match(core: KnowledgeBase, tmp_path: Path) -> None:
     results = {r.query.id: r for r in run_eval(core, load_golden(golden(tmp_path)))}
     assert results["written-another-way"].ranks == [1]
     assert results["slash-first"].ranks == [1]

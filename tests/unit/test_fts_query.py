@@ -1,4 +1,4 @@
-"""Compiling agent queries into FTS5 MATCH expressions that can never misbehave."""
+"""Compiling agent queries into terms, and the store's FTS5 expressions of them, that never misbehave."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kbseek.config import Limits
 from kbseek.search.fts_query import CompiledQuery, compile_query
+from kbseek.store.sqlite import match_expression
 from kbseek.text.analyzer import index_text
+
+MAX_TERMS = Limits().max_query_terms
 
 _SYNTAX = "-:\"()*^+ ANDORNOTNEAR{},.'\\ ab猫"
 queries = (
@@ -41,33 +45,34 @@ def db() -> Iterator[sqlite3.Connection]:
 
 
 def search(con: sqlite3.Connection, query: str) -> list[int]:
-    compiled = compile_query(query)
-    if compiled.expression is None:
+    expression = match_expression(compile_query(query, max_terms=MAX_TERMS).terms)
+    if expression is None:
         return []
     sql = "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t)"
-    return [row[0] for row in con.execute(sql, (compiled.expression,))]
+    return [row[0] for row in con.execute(sql, (expression,))]
 
 
 def test_terms_are_quoted_and_joined_with_or() -> None:
-    assert compile_query("ginger tea") == CompiledQuery(
-        expression='"ginger" OR "tea"', terms=("ginger", "tea"), dropped=()
-    )
+    compiled = compile_query("ginger tea", max_terms=MAX_TERMS)
+    assert compiled == CompiledQuery(terms=("ginger", "tea"), dropped=())
+    assert match_expression(compiled.terms) == '"ginger" OR "tea"'
 
 
 def test_a_query_of_only_punctuation_has_no_expression() -> None:
-    assert compile_query(" -- :: ** ()") == CompiledQuery(expression=None, terms=(), dropped=())
-    assert compile_query("").expression is None
+    empty = CompiledQuery(terms=(), dropped=())
+    assert compile_query(" -- :: ** ()", max_terms=MAX_TERMS) == empty
+    assert match_expression(compile_query("", max_terms=MAX_TERMS).terms) is None
 
 
 def test_repeated_terms_are_used_once_in_their_first_order() -> None:
-    assert compile_query("tea Ginger TEA ginger teas").terms == ("tea", "ginger")
+    assert compile_query("tea Ginger TEA ginger teas", max_terms=MAX_TERMS).terms == ("tea", "ginger")
 
 
 def test_terms_beyond_the_cap_are_reported_as_dropped() -> None:
     compiled = compile_query("one two three four five", max_terms=3)
     assert compiled.terms == ("one", "two", "three")
     assert compiled.dropped == ("four", "fiv")
-    assert compiled.expression == '"one" OR "two" OR "three"'
+    assert match_expression(compiled.terms) == '"one" OR "two" OR "three"'
 
 
 def test_the_cap_must_allow_at_least_one_term() -> None:
@@ -78,7 +83,7 @@ def test_the_cap_must_allow_at_least_one_term() -> None:
 def test_bare_operators_are_searched_as_ordinary_words(db: sqlite3.Connection) -> None:
     assert search(db, "NEAR") == [2]
     assert search(db, "NOT") == search(db, "not") == [2]
-    assert compile_query("AND").expression == '"and"'
+    assert match_expression(compile_query("AND", max_terms=MAX_TERMS).terms) == '"and"'
 
 
 def test_syntax_characters_are_treated_as_separators(db: sqlite3.Connection) -> None:
@@ -105,7 +110,8 @@ def test_any_query_compiles_to_an_expression_fts5_accepts(db: sqlite3.Connection
     compiled = compile_query(query, max_terms=8)
     assert len(compiled.terms) <= 8
     assert len(set(compiled.terms)) == len(compiled.terms)
-    if compiled.expression is None:
+    expression = match_expression(compiled.terms)
+    if expression is None:
         assert compiled.terms == ()
     else:
-        db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t)", (compiled.expression,)).fetchall()
+        db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t)", (expression,)).fetchall()

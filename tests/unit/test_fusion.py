@@ -20,17 +20,17 @@ def test_rrf_rewards_agreement_between_the_legs() -> None:
 
 
 def test_blend_with_full_dense_weight_is_the_dense_order() -> None:
-    ranked = fusion.blend(LEX, DENSE, dense_weight=1.0)
+    ranked = fusion.blend(LEX, DENSE, dense_weight=1.0, matched_weight=None)
     assert [f.rowid for f in ranked[:3]] == [3, 4, 1]
 
 
 def test_blend_with_zero_dense_weight_is_the_lexical_order() -> None:
-    ranked = fusion.blend(LEX, DENSE, dense_weight=0.0)
+    ranked = fusion.blend(LEX, DENSE, dense_weight=0.0, matched_weight=None)
     assert [f.rowid for f in ranked[:3]] == [1, 2, 3]
 
 
 def test_blend_keeps_each_legs_evidence_for_explain() -> None:
-    by_id = {f.rowid: f for f in fusion.blend(LEX, DENSE)}
+    by_id = {f.rowid: f for f in fusion.blend(LEX, DENSE, dense_weight=0.7, matched_weight=None)}
     assert by_id[3].lexical_rank == 3 and by_id[3].dense_rank == 1 and by_id[3].dense_similarity == 0.8
     assert by_id[4].lexical_rank is None and by_id[2].dense_rank is None
 
@@ -46,7 +46,7 @@ def test_a_chunk_holding_the_whole_query_lets_the_lexical_leg_lead() -> None:
     """Row 1 holds every query term: with the adaptive weight its lexical score out-votes row 3's
     better cosine; when no chunk covers the query, the dense order stands."""
     covered = {1: 1.0, 2: 0.2, 3: 0.3}
-    fixed = fusion.blend(LEX, DENSE, dense_weight=0.8, coverage=covered)
+    fixed = fusion.blend(LEX, DENSE, dense_weight=0.8, matched_weight=None, coverage=covered)
     adaptive = fusion.blend(LEX, DENSE, dense_weight=0.8, matched_weight=0.3, coverage=covered)
     assert fixed[0].rowid == 3 and adaptive[0].rowid == 1
     uncovered = {1: 0.0, 2: 0.0, 3: 0.0}
@@ -55,8 +55,8 @@ def test_a_chunk_holding_the_whole_query_lets_the_lexical_leg_lead() -> None:
 
 
 def test_an_empty_leg_leaves_the_other_ones_order() -> None:
-    assert [f.rowid for f in fusion.blend([], DENSE)] == [3, 4, 1]
-    assert [f.rowid for f in fusion.rrf(LEX, [])] == [1, 2, 3]
+    assert [f.rowid for f in fusion.blend([], DENSE, dense_weight=0.7, matched_weight=None)] == [3, 4, 1]
+    assert [f.rowid for f in fusion.rrf(LEX, [], k=60)] == [1, 2, 3]
 
 
 def test_dense_search_is_exact_and_respects_the_allowed_set() -> None:
@@ -74,18 +74,18 @@ def test_dense_search_is_exact_and_respects_the_allowed_set() -> None:
 
 
 def test_the_dense_snapshot_refreshes_incrementally_from_the_store(tmp_path) -> None:
+    from kbseek import KnowledgeBase
     from kbseek.config import Settings
-    from kbseek.core import KbCore
 
     root = tmp_path / "kb"
     root.mkdir()
     (root / "a.md").write_text("# A\n\nalpha text\n", encoding="utf-8")
-    core = KbCore(Settings(root=root, semantic=False))
+    core = KnowledgeBase(settings=Settings(root=root, semantic=False))
     core.index()
     store = core.store
-    rowid = store.conn.execute("SELECT id, content_hash FROM chunks").fetchone()
-    with store.transaction() as conn:
-        store.put_vectors(conn, {rowid[1]: np.eye(4, dtype=np.float32)[0]})
+    (pending,) = store.chunks_without_vectors()
+    with store.transaction() as tx:
+        tx.put_vectors({pending.content_hash: np.eye(4, dtype=np.float32)[0]})
     index = DenseIndex(4)
     assert index.refresh(store) == (1, 0) and len(index) == 1
     assert index.refresh(store) == (0, 0)
@@ -96,26 +96,31 @@ def test_the_dense_snapshot_refreshes_incrementally_from_the_store(tmp_path) -> 
 
 
 def test_a_replaced_chunk_never_reuses_the_rowid_of_the_one_it_replaced(tmp_path) -> None:
+    from kbseek import KnowledgeBase
     from kbseek.config import Settings
-    from kbseek.core import KbCore
 
     root = tmp_path / "kb"
     root.mkdir()
     note = root / "a.md"
     note.write_text("# A\n\nfirst text\n", encoding="utf-8")
-    core = KbCore(Settings(root=root, semantic=False))
+    core = KnowledgeBase(settings=Settings(root=root, semantic=False))
     core.index()
-    before = core.store.conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+
+    def rowids() -> list[int]:
+        doc = core.store.document("a.md")
+        assert doc is not None
+        return [c.rowid for c in core.store.neighbours(doc.id, 0, 1_000)]
+
+    before = rowids()
     note.write_text("# A\n\nsecond, longer text\n", encoding="utf-8")
     core.index()
-    after = core.store.conn.execute("SELECT min(id) FROM chunks").fetchone()[0]
-    assert after > before
+    assert min(rowids()) > max(before)
     core.close()
 
 
 def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> None:
+    from kbseek import KnowledgeBase
     from kbseek.config import Settings
-    from kbseek.core import KbCore
     from kbseek.search.fts_query import compile_query
     from kbseek.search.lexical import lexical_coverage
 
@@ -123,10 +128,10 @@ def test_coverage_counts_terms_found_in_the_heading_or_the_body(tmp_path) -> Non
     root.mkdir()
     (root / "a.md").write_text("# Zebra\n\nThe quokka sleeps.\n", encoding="utf-8")
     (root / "b.md").write_text("# Other\n\nNothing relevant here at all.\n", encoding="utf-8")
-    core = KbCore(Settings(root=root, semantic=False))
+    core = KnowledgeBase(settings=Settings(root=root, semantic=False))
     core.index()
-    compiled = compile_query("zebra quokka")
-    rows = core.store.lexical(compiled.expression or "", limit=5)
+    compiled = compile_query("zebra quokka", max_terms=Settings(root=root).limits.max_query_terms)
+    rows = core.store.lexical_candidates(compiled.terms, limit=5)
     matched = core.store.rows_matching_each_term(compiled.terms, [r for r, _ in rows])
     assert set(compiled.terms) in matched.values()  # one term from the heading, one from the body
     assert max(lexical_coverage(core.store, compiled, [r for r, _ in rows]).values()) == 1.0

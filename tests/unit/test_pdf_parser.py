@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kbseek import KnowledgeBase
 from kbseek.config import Limits, Settings
-from kbseek.core import KbCore
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED, Registry
 from kbseek.ingest.parsers import pdf as pdf_module
@@ -301,7 +301,7 @@ def test_an_indexed_pdf_is_searchable_and_served_as_extracted_text(tmp_path: Pat
     (root / "reports").mkdir(parents=True)
     (root / "reports" / "capacity.pdf").write_bytes(make_pdf(PAGES))
     (root / "reports" / "broken.pdf").write_bytes(b"%PDF-1.7 broken")
-    core = KbCore(Settings(root=root, semantic=False, parsers=("md", "txt", "pdf")))
+    core = KnowledgeBase(settings=Settings(root=root, semantic=False, parsers=("md", "txt", "pdf")))
     report = core.index()
     assert report.added == ["reports/capacity.pdf"]
     assert any(
@@ -319,10 +319,10 @@ def test_narrowing_the_parsers_keeps_pdf_hits_without_uri_until_reindexed(tmp_pa
     root = tmp_path / "kb"
     root.mkdir()
     (root / "capacity.pdf").write_bytes(make_pdf(PAGES))
-    full = KbCore(Settings(root=root, semantic=False, parsers=("md", "txt", "pdf")))
+    full = KnowledgeBase(settings=Settings(root=root, semantic=False, parsers=("md", "txt", "pdf")))
     full.index()
-    cut = KbCore(
-        Settings(
+    cut = KnowledgeBase(
+        settings=Settings(
             root=root, semantic=False, parsers=("md", "txt", "pdf"), limits=Limits(max_resource_chars=30)
         )
     )
@@ -330,7 +330,7 @@ def test_narrowing_the_parsers_keeps_pdf_hits_without_uri_until_reindexed(tmp_pa
     assert "truncated at character 30" in served.text and "offset=30" in served.text
     full.close()
     cut.close()
-    narrow = KbCore(Settings(root=root, semantic=False, freshness_interval_s=3600.0))
+    narrow = KnowledgeBase(settings=Settings(root=root, semantic=False, freshness_interval_s=3600.0))
     hit = narrow.search("four more nodes").hits[0]
     assert hit.path == "capacity.pdf" and hit.uri is None
     assert "capacity.pdf" not in narrow.servable_document_paths()

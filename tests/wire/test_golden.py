@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 from kbseek.eval import load_golden, run_eval, summarize
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ FLOORS = {
 def test_the_example_golden_set_stays_above_its_floors(tmp_path: Path) -> None:
     root = tmp_path / "kb"
     shutil.copytree(EXAMPLES / "kb", root, ignore=shutil.ignore_patterns(".kbseek"))
-    core = KbCore(Settings(root=root))
+    core = KnowledgeBase(settings=Settings(root=root))
     core.load_semantic()
     core.index()
     summary = summarize(run_eval(core, load_golden(EXAMPLES / "golden.yml")))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from mcp import Client
 
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.core import KbCore
 from kbseek.embed.base import EmbedderSpec
 from kbseek.progress import ProgressSnapshot
 from kbseek.server.mcp import build_server
@@ -60,15 +60,15 @@ class HeldEmbedder:
         return self._vector(text)
 
 
-def held_core(root: Path) -> tuple[KbCore, HeldEmbedder]:
+def held_core(root: Path) -> tuple[KnowledgeBase, HeldEmbedder]:
     embedder = HeldEmbedder()
     settings = Settings(root=root, freshness_interval_s=0.0, embed=EmbedderSpec(batch_size=1))
-    core = KbCore(settings, embedder=embedder)  # type: ignore[arg-type]
+    core = KnowledgeBase(settings=settings, embedder=embedder)  # type: ignore[arg-type]
     core.load_semantic()
     return core, embedder
 
 
-async def index_status(core: KbCore) -> tuple[dict[str, Any], str]:
+async def index_status(core: KnowledgeBase) -> tuple[dict[str, Any], str]:
     async with Client(build_server(core)) as client:
         result = await client.call_tool("index_status", {})
     assert not result.is_error
@@ -103,7 +103,7 @@ async def test_index_status_mid_pass_reports_phase_counts_rate_and_eta(kb_root: 
     core.close()
 
 
-async def test_the_progress_shape_is_in_the_tool_output_schema(core: KbCore) -> None:
+async def test_the_progress_shape_is_in_the_tool_output_schema(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     schema = tools["index_status"].output_schema or {}

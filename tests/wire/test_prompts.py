@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.server.mcp import build_server
 from kbseek.server.prompts import MAX_RECENT
 from tests.conftest import make_core
@@ -41,11 +41,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def indexed(kb_root: Path) -> Iterator[Callable[[], KbCore]]:
+def indexed(kb_root: Path) -> Iterator[Callable[[], KnowledgeBase]]:
     """Index ``kb_root`` on demand, after a test has added its own notes."""
-    cores: list[KbCore] = []
+    cores: list[KnowledgeBase] = []
 
-    def build() -> KbCore:
+    def build() -> KnowledgeBase:
         cores.append(make_core(kb_root))
         cores[-1].index()
         return cores[-1]
@@ -55,7 +55,7 @@ def indexed(kb_root: Path) -> Iterator[Callable[[], KbCore]]:
         c.close()
 
 
-async def render(core: KbCore, name: str, args: dict[str, str]) -> str:
+async def render(core: KnowledgeBase, name: str, args: dict[str, str]) -> str:
     async with Client(build_server(core)) as client:
         result = await client.get_prompt(name, args)
     assert len(result.messages) == 1 and result.messages[0].role == "user"
@@ -81,7 +81,7 @@ def _sections(text: str) -> dict[str, str]:
     return {part.split(":", 1)[0]: part for part in body.split("\n## ")[1:]}
 
 
-async def test_the_three_prompts_are_listed_with_titles_and_described_arguments(core: KbCore) -> None:
+async def test_the_three_prompts_are_listed_with_titles_and_described_arguments(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
     assert set(prompts) == set(PROMPTS)
@@ -94,7 +94,7 @@ async def test_the_three_prompts_are_listed_with_titles_and_described_arguments(
 
 @pytest.mark.parametrize("name", sorted(PROMPTS))
 async def test_a_rendered_prompt_names_only_tools_fields_and_arguments_that_exist(
-    core: KbCore, name: str
+    core: KnowledgeBase, name: str
 ) -> None:
     async with Client(build_server(core)) as client:
         tools = (await client.list_tools()).tools
@@ -112,28 +112,28 @@ async def test_a_rendered_prompt_names_only_tools_fields_and_arguments_that_exis
     assert quoted <= vocabulary, quoted - vocabulary
 
 
-async def test_answer_from_kb_asks_for_citations_and_to_admit_silence(core: KbCore) -> None:
+async def test_answer_from_kb_asks_for_citations_and_to_admit_silence(core: KnowledgeBase) -> None:
     text = await render(core, "answer_from_kb", {"question": "What is the rollback procedure?"})
     assert "What is the rollback procedure?" in text
     assert "`low_confidence: true`" in text and "does not cover" in text
     assert "`chunk_id`" in text and "`path`" in text and "heading" in text
 
 
-async def test_summarize_topic_lists_the_topic_groups_and_the_matching_folder(core: KbCore) -> None:
+async def test_summarize_topic_lists_the_topic_groups_and_the_matching_folder(core: KnowledgeBase) -> None:
     text = await render(core, "summarize_topic", {"topic": "runbooks/"})
     assert "- runbooks/: 1" in text and "- runbooks/database/: 1" in text and "- notes/: 2" in text
     assert 'path_prefix="runbooks/"' in text
     assert "drafts/" not in text  # excluded: never indexed, so never offered
 
 
-async def test_summarize_topic_without_a_folder_match_still_suggests_path_prefix(core: KbCore) -> None:
+async def test_summarize_topic_without_a_folder_match_still_suggests_path_prefix(core: KnowledgeBase) -> None:
     text = await render(core, "summarize_topic", {"topic": "incident response"})
     assert "The topic names a folder" not in text
     assert "search(query=..., path_prefix=...)" in text
 
 
 async def test_whats_new_lists_documents_by_frontmatter_date_and_says_so(
-    kb_root: Path, indexed: Callable[[], KbCore]
+    kb_root: Path, indexed: Callable[[], KnowledgeBase]
 ) -> None:
     (kb_root / "notes" / "release.md").write_text(
         "---\ntitle: Release notes\ndate: 2026-06-15\n---\n# Release notes\n\nShipped.\n", encoding="utf-8"
@@ -154,7 +154,7 @@ async def test_whats_new_lists_documents_by_frontmatter_date_and_says_so(
     assert "drafts/" not in text
 
 
-async def test_whats_new_lists_documents_by_index_time_and_says_so(core: KbCore) -> None:
+async def test_whats_new_lists_documents_by_index_time_and_says_so(core: KnowledgeBase) -> None:
     since = datetime.now(UTC)
     edited = core.root / "runbooks" / "database" / "backup.md"
     edited.write_text(edited.read_text(encoding="utf-8") + "\nSnapshots are kept for 30 days.\n", "utf-8")
@@ -170,7 +170,7 @@ async def test_whats_new_lists_documents_by_index_time_and_says_so(core: KbCore)
 
 
 async def test_whats_new_says_when_a_list_is_empty_and_when_it_is_capped(
-    kb_root: Path, indexed: Callable[[], KbCore]
+    kb_root: Path, indexed: Callable[[], KnowledgeBase]
 ) -> None:
     (kb_root / "log").mkdir()
     for i in range(MAX_RECENT + 3):
@@ -188,14 +188,16 @@ async def test_whats_new_says_when_a_list_is_empty_and_when_it_is_capped(
     assert "Neither criterion finds anything new" in text
 
 
-async def test_whats_new_accepts_a_relative_age(core: KbCore) -> None:
+async def test_whats_new_accepts_a_relative_age(core: KnowledgeBase) -> None:
     text = await render(core, "whats_new", {"since": "2w"})
     assert "since 2 weeks ago (" in text
     assert "`runbooks/deploy.md`" in _sections(text)["By index time"]  # indexed moments ago
 
 
 @pytest.mark.parametrize("since", ["last tuesday", "2026-13-01", "2026/03/01", "7x", ""])
-async def test_a_bad_since_is_an_error_that_says_what_format_is_expected(core: KbCore, since: str) -> None:
+async def test_a_bad_since_is_an_error_that_says_what_format_is_expected(
+    core: KnowledgeBase, since: str
+) -> None:
     async with Client(build_server(core)) as client:
         with pytest.raises(MCPError) as caught:
             await client.get_prompt("whats_new", {"since": since})
@@ -204,7 +206,7 @@ async def test_a_bad_since_is_an_error_that_says_what_format_is_expected(core: K
     assert repr(since) in caught.value.message
 
 
-async def test_an_empty_question_is_an_error_that_says_what_to_pass(core: KbCore) -> None:
+async def test_an_empty_question_is_an_error_that_says_what_to_pass(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         with pytest.raises(MCPError, match="question is empty"):
             await client.get_prompt("answer_from_kb", {"question": "  "})

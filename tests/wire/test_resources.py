@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from kbseek import KnowledgeBase
 from kbseek.config import Limits
-from kbseek.core import KbCore
 from kbseek.server.mcp import build_server
 from kbseek.uris import document_uri, parse_uri
 from tests.conftest import make_core
@@ -24,21 +24,21 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def read(core: KbCore, uri: str) -> tuple[str, str | None]:
+async def read(core: KnowledgeBase, uri: str) -> tuple[str, str | None]:
     async with Client(build_server(core)) as client:
         result = await client.read_resource(uri)
     content = result.contents[0]
     return content.text, content.mime_type  # type: ignore[union-attr]
 
 
-async def refused(core: KbCore, uri: str) -> str:
+async def refused(core: KnowledgeBase, uri: str) -> str:
     async with Client(build_server(core)) as client:
         with pytest.raises(MCPError) as info:
             await client.read_resource(uri)
     return str(info.value)
 
 
-async def test_the_listing_is_topic_groups_and_every_uri_in_them_reads_back(core: KbCore) -> None:
+async def test_the_listing_is_topic_groups_and_every_uri_in_them_reads_back(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         listed = (await client.list_resources()).resources
         templates = (await client.list_resource_templates()).resource_templates
@@ -59,13 +59,13 @@ async def test_the_listing_is_topic_groups_and_every_uri_in_them_reads_back(core
         assert seen_docs == 4
 
 
-async def test_media_types_are_what_is_served(core: KbCore) -> None:
+async def test_media_types_are_what_is_served(core: KnowledgeBase) -> None:
     _, md = await read(core, document_uri("runbooks/deploy.md"))
     _, txt = await read(core, document_uri("notes/plain.txt"))
     assert (md, txt) == ("text/markdown", "text/plain")
 
 
-async def test_every_uri_returned_by_search_is_readable(core: KbCore) -> None:
+async def test_every_uri_returned_by_search_is_readable(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         for query in ("rollback", "障害", "backup", "coffee"):
             hits = (await client.call_tool("search", {"query": query})).structured_content["hits"]
@@ -83,10 +83,12 @@ async def test_a_file_written_after_the_last_pass_is_refused_as_a_resource_but_r
     (kb_root / "notes" / "late.md").write_text("# Late\n\nwritten after indexing\n", encoding="utf-8")
     message = await refused(c, document_uri("notes/late.md"))
     assert "not offered as a resource" in message and "get_document" in message
-    assert "written after indexing" in c.get_document("notes/late.md").text
+    assert "written after indexing" in c.read_document("notes/late.md").text
 
 
-async def test_an_ignored_document_is_not_a_resource_and_still_readable_by_get_document(core: KbCore) -> None:
+async def test_an_ignored_document_is_not_a_resource_and_still_readable_by_get_document(
+    core: KnowledgeBase,
+) -> None:
     async with Client(build_server(core)) as client:
         topics = [str(r.uri) for r in (await client.list_resources()).resources]
         doc = await client.call_tool("get_document", {"path": "drafts/secret-plan.md"})
@@ -109,7 +111,7 @@ async def test_an_ignored_document_is_not_a_resource_and_still_readable_by_get_d
         ("kb://topic/nope/", "no topic"),
     ],
 )
-async def test_untrusted_uris_are_refused_with_the_reason(core: KbCore, uri: str, reason: str) -> None:
+async def test_untrusted_uris_are_refused_with_the_reason(core: KnowledgeBase, uri: str, reason: str) -> None:
     assert reason in await refused(core, uri)
 
 
@@ -180,7 +182,9 @@ async def test_japanese_and_space_paths_round_trip(kb_root: Path) -> None:
         assert text == (kb_root / path).read_text(encoding="utf-8")
 
 
-async def test_list_changed_is_declared_and_sent_when_a_file_is_added_during_a_session(core: KbCore) -> None:
+async def test_list_changed_is_declared_and_sent_when_a_file_is_added_during_a_session(
+    core: KnowledgeBase,
+) -> None:
     received: list[str] = []
 
     async def on_message(message: object) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
@@ -23,14 +23,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def call(core: KbCore, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+async def call(core: KnowledgeBase, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
     async with Client(build_server(core)) as client:
         result = await client.call_tool(name, args)
     text = result.content[0].text if result.content else ""
     return result.structured_content or {}, text, bool(result.is_error)
 
 
-async def test_the_server_advertises_five_read_only_tools_with_output_schemas(core: KbCore) -> None:
+async def test_the_server_advertises_five_read_only_tools_with_output_schemas(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         tools = (await client.list_tools()).tools
         instructions = client.instructions
@@ -45,7 +45,7 @@ async def test_the_server_advertises_five_read_only_tools_with_output_schemas(co
     assert "fetch" in (instructions or "")
 
 
-async def test_search_returns_structured_hits_and_a_readable_text_block(core: KbCore) -> None:
+async def test_search_returns_structured_hits_and_a_readable_text_block(core: KnowledgeBase) -> None:
     data, text, is_error = await call(core, "search", {"query": "rollback load balancer"})
     assert not is_error
     hit = data["hits"][0]
@@ -58,12 +58,12 @@ async def test_search_returns_structured_hits_and_a_readable_text_block(core: Kb
     assert "runbooks/deploy.md" in text and hit["chunk_id"] in text
 
 
-async def test_english_stemming_finds_taste_from_tastes(core: KbCore) -> None:
+async def test_english_stemming_finds_taste_from_tastes(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "taste"})
     assert data["hits"] and data["hits"][0]["path"] == "runbooks/deploy.md"
 
 
-async def test_a_japanese_query_gets_a_japanese_snippet_centred_on_the_match(core: KbCore) -> None:
+async def test_a_japanese_query_gets_a_japanese_snippet_centred_on_the_match(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "連絡", "snippet_chars": 60})
     hit = data["hits"][0]
     assert hit["path"] == "notes/障害対応.md"
@@ -80,7 +80,7 @@ async def test_a_snippet_is_centred_on_the_match_not_the_chunk_head(kb_root: Pat
     assert "zebracrossing" in snippet and not snippet.startswith("# Long")
 
 
-def _core(root: Path) -> KbCore:
+def _core(root: Path) -> KnowledgeBase:
     from tests.conftest import make_core
 
     c = make_core(root)
@@ -88,13 +88,36 @@ def _core(root: Path) -> KbCore:
     return c
 
 
-async def test_limit_and_snippet_length_are_clamped_and_the_response_says_so(core: KbCore) -> None:
+async def test_limit_and_snippet_length_are_clamped_and_the_response_says_so(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "backup", "limit": 10_000, "snippet_chars": 99_999})
     notes = " ".join(data["notes"])
     assert "limit=10000 was clamped to the maximum 50" in notes
     assert "snippet_chars=99999 was clamped" in notes
     data, _, _ = await call(core, "search", {"query": "backup", "limit": 0})
     assert "limit=0 was raised to the minimum 1" in " ".join(data["notes"])
+
+
+async def test_an_omitted_limit_follows_the_default_a_config_reload_sets(
+    kb_root: Path, tmp_path: Path
+) -> None:
+    """Tools read their defaults per call, so after a reload they agree with the CLI and the web page."""
+    for i in range(6):
+        (kb_root / f"q{i}.md").write_text(f"# Q {i}\n\nshared keyword quokka {i}\n", encoding="utf-8")
+    config = tmp_path / "kbseek.toml"
+    config.write_text("semantic = false\n[limits]\ndefault_limit = 5\n", encoding="utf-8")
+    kb = KnowledgeBase(kb_root, config=config)
+    try:
+        kb.index()
+        async with Client(build_server(kb)) as client:
+            before = await client.call_tool("search", {"query": "quokka"})
+            config.write_text("semantic = false\n[limits]\ndefault_limit = 2\n", encoding="utf-8")
+            kb.reload_settings()
+            after = await client.call_tool("search", {"query": "quokka"})
+        assert len((before.structured_content or {})["hits"]) == 5
+        assert len((after.structured_content or {})["hits"]) == 2
+        assert len(kb.search("quokka").hits) == 2
+    finally:
+        kb.close()
 
 
 async def test_a_cut_result_list_is_marked_truncated(kb_root: Path) -> None:
@@ -106,7 +129,7 @@ async def test_a_cut_result_list_is_marked_truncated(kb_root: Path) -> None:
     assert any("more hits exist" in n for n in data["notes"])
 
 
-async def test_an_empty_result_says_how_much_is_indexed(core: KbCore) -> None:
+async def test_an_empty_result_says_how_much_is_indexed(core: KnowledgeBase) -> None:
     data, text, is_error = await call(core, "search", {"query": "xylophone"})
     assert not is_error and data["hits"] == []
     assert data["index"]["documents"] == 4 and data["index"]["indexing"] is False
@@ -124,18 +147,18 @@ async def test_an_empty_index_says_nothing_is_indexed(tmp_path: Path) -> None:
     assert "the index is empty" in data["notes"][-1]
 
 
-async def test_query_syntax_characters_never_break_search(core: KbCore) -> None:
+async def test_query_syntax_characters_never_break_search(core: KnowledgeBase) -> None:
     for query in ['"unbalanced', "NOT", "a AND OR b", "-(*)", "col:value", "*", "^ NEAR ("]:
         _, _, is_error = await call(core, "search", {"query": query})
         assert not is_error, query
 
 
-async def test_an_empty_query_is_an_error_that_says_what_to_do(core: KbCore) -> None:
+async def test_an_empty_query_is_an_error_that_says_what_to_do(core: KnowledgeBase) -> None:
     _, text, is_error = await call(core, "search", {"query": "   "})
     assert is_error and "query is empty" in text
 
 
-async def test_search_filters_by_path_prefix_and_tags(core: KbCore) -> None:
+async def test_search_filters_by_path_prefix_and_tags(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "backups restore", "path_prefix": "runbooks/database"})
     assert {h["path"] for h in data["hits"]} == {"runbooks/database/backup.md"}
     data, _, _ = await call(core, "search", {"query": "image rollback", "tags": ["DEPLOY"]})
@@ -144,7 +167,7 @@ async def test_search_filters_by_path_prefix_and_tags(core: KbCore) -> None:
     assert data["hits"] == []
 
 
-async def test_fetch_expands_a_hit_with_neighbours_and_no_repeated_overlap(core: KbCore) -> None:
+async def test_fetch_expands_a_hit_with_neighbours_and_no_repeated_overlap(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "rollback"})
     cid = data["hits"][0]["chunk_id"]
     fetched, _text, is_error = await call(core, "fetch", {"chunk_ids": [cid], "context": 1})
@@ -163,14 +186,16 @@ async def test_fetch_expands_a_hit_with_neighbours_and_no_repeated_overlap(core:
     )
 
 
-async def test_fetch_of_an_unknown_id_answers_precisely_and_asks_for_a_new_search(core: KbCore) -> None:
+async def test_fetch_of_an_unknown_id_answers_precisely_and_asks_for_a_new_search(
+    core: KnowledgeBase,
+) -> None:
     data, _, is_error = await call(core, "fetch", {"chunk_ids": ["c_doesnotexist"]})
     assert not is_error
     missing = data["missing"][0]
     assert missing["status"] == "unknown" and "search again" in missing["message"]
 
 
-async def test_an_edited_document_makes_its_old_ids_stale_not_silently_different(core: KbCore) -> None:
+async def test_an_edited_document_makes_its_old_ids_stale_not_silently_different(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "search", {"query": "nightly snapshots"})
     old = data["hits"][0]["chunk_id"]
     path = core.root / "runbooks/database/backup.md"
@@ -188,7 +213,7 @@ def _bump_mtime(path: Path) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
 
 
-async def test_a_file_edited_during_a_live_session_is_found_on_the_next_call(core: KbCore) -> None:
+async def test_a_file_edited_during_a_live_session_is_found_on_the_next_call(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         before = await client.call_tool("search", {"query": "platypus"})
         assert before.structured_content["hits"] == []
@@ -202,7 +227,7 @@ async def test_a_file_edited_during_a_live_session_is_found_on_the_next_call(cor
         assert hits and hits[0]["path"] == "notes/new.md"
 
 
-async def test_get_document_returns_the_whole_text_and_says_it_is_indexed(core: KbCore) -> None:
+async def test_get_document_returns_the_whole_text_and_says_it_is_indexed(core: KnowledgeBase) -> None:
     data, _text, is_error = await call(core, "get_document", {"path": "runbooks/deploy.md"})
     assert not is_error
     assert data["text"] == (core.root / "runbooks/deploy.md").read_text(encoding="utf-8")
@@ -210,7 +235,7 @@ async def test_get_document_returns_the_whole_text_and_says_it_is_indexed(core: 
     assert data["media_type"] == "text/markdown"
 
 
-async def test_get_document_pages_a_long_document_and_reports_truncation(core: KbCore) -> None:
+async def test_get_document_pages_a_long_document_and_reports_truncation(core: KnowledgeBase) -> None:
     data, _, _ = await call(core, "get_document", {"path": "runbooks/deploy.md", "max_chars": 50})
     assert data["truncated"] is True and data["next_offset"] == 50 and data["returned_chars"] == 50
     rest, _, _ = await call(
@@ -220,7 +245,7 @@ async def test_get_document_pages_a_long_document_and_reports_truncation(core: K
     assert data["text"] + rest["text"] == full and rest["truncated"] is False
 
 
-async def test_document_in_excluded_dir_is_still_readable(core: KbCore) -> None:
+async def test_document_in_excluded_dir_is_still_readable(core: KnowledgeBase) -> None:
     """D1: .kbseekignore keeps drafts/ out of the index, never out of reads."""
     search, _, _ = await call(core, "search", {"query": "bluebird codename"})
     assert search["hits"] == []
@@ -239,14 +264,14 @@ async def test_document_in_excluded_dir_is_still_readable(core: KbCore) -> None:
     ],
 )
 async def test_get_document_refusals_are_errors_with_a_distinct_message(
-    core: KbCore, path: str, message: str
+    core: KnowledgeBase, path: str, message: str
 ) -> None:
     (core.root / "image.png").write_bytes(b"\x89PNG")
     _, text, is_error = await call(core, "get_document", {"path": path})
     assert is_error and message in text
 
 
-async def test_list_topics_groups_documents_by_folder(core: KbCore) -> None:
+async def test_list_topics_groups_documents_by_folder(core: KnowledgeBase) -> None:
     data, text, _ = await call(core, "list_topics", {})
     prefixes = {t["prefix"]: t for t in data["topics"]}
     assert set(prefixes) == {"notes/", "runbooks/", "runbooks/database/"}
@@ -255,7 +280,7 @@ async def test_list_topics_groups_documents_by_folder(core: KbCore) -> None:
     assert "runbooks/database/" in text
 
 
-async def test_index_status_reports_counts_location_and_skips(core: KbCore) -> None:
+async def test_index_status_reports_counts_location_and_skips(core: KnowledgeBase) -> None:
     data, text, _ = await call(core, "index_status", {})
     assert data["documents"] == 4 and data["chunks"] >= 4 and data["indexing"] is False
     assert data["index_path"].endswith("index.sqlite") and data["last_index_at"]

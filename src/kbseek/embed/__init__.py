@@ -9,6 +9,7 @@ or instead of relying on the first ``embed_*`` call to do it. Providers:
 
 from __future__ import annotations
 
-from kbseek.embed.base import PROVIDERS, Embedder, EmbedderSpec, make_embedder
+from kbseek.embed.base import PROVIDERS, Embedder, EmbedderSpec, redact_url
+from kbseek.embed.factory import make_embedder
 
-__all__ = ["PROVIDERS", "Embedder", "EmbedderSpec", "make_embedder"]
+__all__ = ["PROVIDERS", "Embedder", "EmbedderSpec", "make_embedder", "redact_url"]

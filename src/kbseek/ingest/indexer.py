@@ -7,15 +7,16 @@ together with its chunks, so a crash mid-pass loses at most the document being
 written and never mixes old and new chunks. Vectors, keyed by chunk content,
 come after every document is written (the embed phase); chunks left without
 one by a crash or a lexical-only pass are embedded by the next pass.
+
+Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
+indexed only if a read would accept it: no link, no hard link, inside the root, within
+``max_file_bytes``. A refusal is listed as skipped with the guard's reason.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import sqlite3
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,13 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
-from kbseek.errors import IndexIncompatible
+from kbseek.errors import DocumentNotFound, DocumentRefused, IndexIncompatible
+from kbseek.guard import read_regular_file
+from kbseek.ingest.analysis import document_input
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
 from kbseek.ingest.scan import FileStat, ScanResult, scan
 from kbseek.models import ParsedDocument
-from kbseek.store.sqlite import DocumentState, Store
+from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ class Indexer:
         max_file_bytes: int,
         embed: EmbedFn | None = None,
         model_id: str | None = None,
-        embed_batch: int = 32,
+        embed_batch: int,
     ) -> None:
         self.root = root
         self.store = store
@@ -184,16 +187,15 @@ class Indexer:
             if p in states and p not in vanished and self.registry.for_path(p) is not None
         }  # fmt: skip
         for path in sorted(set(vanished) | unreadable):
-            with self.store.transaction() as conn:
-                self.store.delete_document(conn, states[path].id)
+            with self.store.transaction() as tx:
+                tx.delete_document(states[path].id)
             report.deleted.append(path)
 
         self._backfill_vectors(report, progress)
-        with self.store.transaction() as conn:
-            self.store.replace_skipped(conn, report.skipped)
-            self.store.prune(conn)
-            self.store.set_meta(conn, "last_pass_at", repr(time.time()))
-            self.store.set_meta(conn, "parse_version", str(PARSE_VERSION))
+        with self.store.transaction() as tx:
+            tx.replace_skipped(report.skipped)
+            tx.prune()
+            tx.record_pass(finished_at=time.time(), parse_version=PARSE_VERSION)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -205,30 +207,32 @@ class Indexer:
         Titles, heading paths and indexed text come from parsing, and an unchanged file is never
         parsed again, so a new ``PARSE_VERSION`` has every file re-read once.
         """
-        return self.store.get_meta("parse_version") != str(PARSE_VERSION)
+        return self.store.meta().parse_version != PARSE_VERSION
 
     def _check_model(self) -> None:
         if self.model_id is None:
             return
-        recorded = self.store.get_meta("embed_model")
+        embedding = self.store.meta().embedding
+        recorded = embedding.model if embedding is not None else None
         if recorded is not None and recorded != self.model_id:
             raise IndexIncompatible(
-                f"the index {self.store.path} holds vectors from model {recorded!r}, but the configured model "
-                f"is {self.model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
+                f"the index {self.store.location} holds vectors from model {recorded!r}, but the configured "
+                f"model is {self.model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
                 "model, or set [embed] back to the old one"
             )
 
     def vectors_outdated(self) -> bool:
         """Vectors of the configured model, combined from a chunk's parts another way (an older kbseek)."""
-        if self.model_id is None or self.store.get_meta("embed_model") is None:
+        embedding = self.store.meta().embedding
+        if self.model_id is None or embedding is None:
             return False
-        return self.store.get_meta("embed_scheme") != VECTOR_SCHEME
+        return embedding.scheme != VECTOR_SCHEME
 
     def reembed(self) -> None:
-        """Forget every vector so the next pass embeds all chunks with the configured model."""
-        with self.store.transaction() as conn:
-            self.store.clear_vectors(conn)
-            conn.execute("DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim', 'embed_scheme')")
+        """Forget every vector (and what made them) so the next pass embeds all chunks with the configured
+        model."""
+        with self.store.transaction() as tx:
+            tx.clear_vectors()
 
     def _prepare(
         self,
@@ -243,16 +247,20 @@ class Indexer:
         if parser is None:  # the registry changed between scan and read
             return None
         try:
-            raw, fs = _read_regular(self.root / fs.path, fs)
-        except FileNotFoundError:
+            read = read_regular_file(self.root, fs.path, max_bytes=self.max_file_bytes)
+        except DocumentNotFound:  # gone since the scan; the next pass sees it vanish
+            return None
+        except DocumentRefused as exc:  # became a link, grew over the cap … since the scan
+            report.skipped.append((fs.path, str(exc)))
             return None
         except OSError as exc:
             report.skipped.append((fs.path, f"cannot read: {exc.strerror or exc}"))
             return None
+        raw, fs = read.data, FileStat(fs.path, read.size, read.mtime_ns)
         digest = hashlib.sha256(raw).hexdigest()
         if old is not None and old.content_hash == digest and old.parser == parser.name and not reparse:
-            with self.store.transaction() as conn:
-                self.store.touch_document(conn, old.id, fs.size, fs.mtime_ns)
+            with self.store.transaction() as tx:
+                tx.touch_document(old.id, fs.size, fs.mtime_ns)
             report.unchanged += 1
             return None
         try:
@@ -279,12 +287,16 @@ class Indexer:
         return _Prepared("added", fs, digest, parser.name, parsed, None)
 
     def _write(self, p: _Prepared, report: IndexReport) -> None:
-        """Write one document with its chunks in one transaction; their vectors come in the embed phase."""
-        with self.store.transaction() as conn:
-            self.store.write_document(
-                conn, path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
-                content_hash=p.content_hash, parsed=p.parsed, replaces=p.replaces,
-            )  # fmt: skip
+        """Write one document with its chunks in one transaction; their vectors come in the embed phase.
+
+        The chunks are analyzed for the lexical index before the transaction opens (``ingest.analysis``).
+        """
+        document = document_input(
+            path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
+            content_hash=p.content_hash, parsed=p.parsed,
+        )  # fmt: skip
+        with self.store.transaction() as tx:
+            tx.write_document(document, replaces=p.replaces)
         report.chunks_written += len(p.parsed.chunks)
         if p.kind == "renamed":
             report.renamed.append((p.old_path or "", p.file.path))
@@ -309,12 +321,10 @@ class Indexer:
                 after_batch()
         return out
 
-    def _record_model(self, conn: sqlite3.Connection, vectors: dict[str, np.ndarray]) -> None:
+    def _record_model(self, tx: StoreWriter, vectors: dict[str, np.ndarray]) -> None:
         if vectors and self.model_id is not None:
             dim = len(next(iter(vectors.values())))
-            self.store.set_meta(conn, "embed_model", self.model_id)
-            self.store.set_meta(conn, "embed_dim", str(dim))
-            self.store.set_meta(conn, "embed_scheme", VECTOR_SCHEME)
+            tx.record_embedding(EmbeddingRecord(model=self.model_id, dim=dim, scheme=VECTOR_SCHEME))
 
     def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
         """The embed phase: vectors for every chunk without one (this pass's new chunks, chunks of
@@ -326,7 +336,7 @@ class Indexer:
         if self.embed is None:
             return
         todo = self.store.chunks_without_vectors()
-        inputs = {h: (path, text) for h, path, text in todo}
+        inputs: dict[str, ChunkText] = {h: (path, text) for h, path, text in todo}
         hashes = [h for h, _, _ in todo]
         total, base = len(hashes), report.chunks_embedded
 
@@ -339,20 +349,6 @@ class Indexer:
         step = self.embed_batch * 4
         for i in range(0, len(hashes), step):
             vectors = self._embed_hashes(hashes[i : i + step], inputs, report, after_batch=tick)
-            with self.store.transaction() as conn:
-                self.store.put_vectors(conn, vectors)
-                self._record_model(conn, vectors)
-
-
-def _read_regular(path: Path, fs: FileStat) -> tuple[bytes, FileStat]:
-    """Read a file without following a link planted since the scan; returns the bytes and fresh stat."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read()
-    finally:
-        os.close(fd)
-    return raw, FileStat(fs.path, st.st_size, st.st_mtime_ns)
+            with self.store.transaction() as tx:
+                tx.put_vectors(vectors)
+                self._record_model(tx, vectors)

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from kbseek.store.sqlite import Store
+from kbseek.store.base import Store
 
 
 class DenseIndex:

@@ -1,9 +1,10 @@
-"""Compile an agent's free-text query into a safe FTS5 MATCH expression.
+"""Compile an agent's free-text query into the terms the lexical leg searches for.
 
 Agents paste arbitrary text (error messages, code, Japanese sentences). Passing it
-to MATCH directly would let ``-``, ``:``, ``"``, ``*``, ``AND``/``NOT``/``NEAR`` and
-friends change the query's meaning or raise a syntax error, so the query is run
-through the same analyzer as the index and every term is quoted.
+to the lexical engine directly would let ``-``, ``:``, ``"``, ``*``, ``AND``/``NOT``/``NEAR``
+and friends change the query's meaning or raise a syntax error, so the query is run
+through the same analyzer as the index, and the store matches each term literally
+(``Store.lexical_candidates``; SQLite quotes every term in ``store.sqlite.match_expression``).
 """
 
 from __future__ import annotations
@@ -17,34 +18,28 @@ __all__ = ["CompiledQuery", "compile_query"]
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """The MATCH expression plus what went into it.
+    """The analyzed terms of a query, and those the cap left out.
 
-    ``expression`` is None when the query has no searchable terms (only
-    punctuation, say), so the caller can skip FTS5 instead of sending it an empty
-    expression. ``dropped`` lists terms beyond the cap so the response can say the
-    query was shortened rather than losing them silently.
+    ``terms`` is empty when the query has no searchable terms (only punctuation,
+    say). ``dropped`` lists terms beyond the cap so the response can say the
+    query was shortened rather than losing them silently. How the terms become
+    a query of the lexical engine is the store's business (``lexical_candidates``).
     """
 
-    expression: str | None
     terms: tuple[str, ...]
     dropped: tuple[str, ...]
 
 
-def _quote(term: str) -> str:
-    """An FTS5 string literal: inside quotes every character is literal text."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def compile_query(query: str, *, max_terms: int = 32) -> CompiledQuery:
-    """Analyse ``query`` and OR its distinct terms together, at most ``max_terms``.
+def compile_query(query: str, *, max_terms: int) -> CompiledQuery:
+    """Analyse ``query`` into its distinct terms, at most ``max_terms``, which the lexical leg ORs.
 
     OR rather than AND because agents ask in sentences: requiring every word would
     return nothing for most questions, while bm25 still ranks documents that match
-    more (and rarer) terms first. The cap bounds the cost of very long queries.
+    more (and rarer) terms first. The cap (``[limits].max_query_terms``) bounds the cost of very
+    long queries.
     """
     if max_terms < 1:
         raise ValueError(f"max_terms must be at least 1, got {max_terms}")
     unique = tuple(dict.fromkeys(analyze(query)))
     used, dropped = unique[:max_terms], unique[max_terms:]
-    expression = " OR ".join(_quote(term) for term in used) if used else None
-    return CompiledQuery(expression=expression, terms=used, dropped=dropped)
+    return CompiledQuery(terms=used, dropped=dropped)

@@ -2,7 +2,8 @@
 
 Two methods, chosen by configuration: reciprocal rank fusion (rank only) and
 a weighted blend of per-query normalised scores. Which is the default is
-decided by measurement (see docs/decisions), not by habit.
+decided by measurement (see docs/decisions), not by habit. The weights and
+``k`` have no defaults here: the configuration is their one source.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, fl
     return out
 
 
-def rrf(
-    lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]], *, k: int = 60
-) -> list[Fused]:
+def rrf(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]], *, k: int) -> list[Fused]:
     """Reciprocal rank fusion: each leg votes 1 / (k + rank)."""
     fused = _collect(lexical, dense)
     for f in fused.values():
@@ -45,8 +44,8 @@ def blend(
     lexical: Sequence[tuple[int, float]],
     dense: Sequence[tuple[int, float]],
     *,
-    dense_weight: float = 0.7,
-    matched_weight: float | None = None,
+    dense_weight: float,
+    matched_weight: float | None,
     coverage: Mapping[int, float] | None = None,
 ) -> list[Fused]:
     """Weighted sum of per-query normalised scores.

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from kbseek.search.fts_query import CompiledQuery
-from kbseek.store.sqlite import Store
+from kbseek.store.base import Store
 
 
 def lexical_candidates(
@@ -18,9 +18,7 @@ def lexical_candidates(
     tags: Sequence[str],
 ) -> list[tuple[int, float]]:
     """(chunk rowid, BM25 score) best first; empty when the query has no searchable terms."""
-    if compiled.expression is None:
-        return []
-    return store.lexical(compiled.expression, limit=limit, path_prefix=path_prefix, tags=tags)
+    return store.lexical_candidates(compiled.terms, limit=limit, path_prefix=path_prefix, tags=tags)
 
 
 COVERAGE_DEPTH = 40

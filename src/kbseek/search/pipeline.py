@@ -16,22 +16,30 @@ from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import DenseIndex
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
-from kbseek.store.sqlite import ChunkRow, Store
+from kbseek.store.base import ChunkRow, Store
 from kbseek.text.snippets import Snippet, make_snippet
 
 CANDIDATES_PER_LEG = 100
 """How deep each leg looks before fusion; deep enough that de-duplication never starves the result."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchRequest:
+    """One query with its caps already decided.
+
+    The caps carry no defaults here: their one source is the configuration (``[limits]``), and a
+    default written again here would drift from it unnoticed. Only the filters are optional.
+    """
+
     query: str
     limit: int
     snippet_chars: int
+    max_terms: int
+    """``[limits].max_query_terms``."""
+    max_hits_per_document: int
+    """``[limits].max_hits_per_document``."""
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
-    max_terms: int = 32
-    max_hits_per_document: int = 3
 
 
 @dataclass(frozen=True)
@@ -53,15 +61,24 @@ class PipelineResult:
 
 @dataclass(frozen=True)
 class DenseLeg:
+    """The semantic leg and how it is fused with the lexical one.
+
+    Every field is required: the fusion settings come from the configuration (``[search]``) and the
+    floor from the embedder's spec, so no second, stale default can decide a ranking.
+    """
+
     index: DenseIndex
     embed_query: Callable[[str], np.ndarray]
-    fusion: str = "blend"
-    dense_weight: float = 0.7
-    rrf_k: int = 60
-    matched_weight: float | None = None
-    """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``)."""
-    similarity_floor: float = 0.0
-    """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec``)."""
+    fusion: str
+    """``"blend"`` or ``"rrf"`` (``[search].fusion``)."""
+    dense_weight: float
+    """The dense share of a blended score when no lexical candidate covers the query."""
+    rrf_k: int
+    matched_weight: float | None
+    """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``);
+    ``None`` keeps ``dense_weight`` for every query."""
+    similarity_floor: float
+    """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec.floor``)."""
 
 
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:

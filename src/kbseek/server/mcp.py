@@ -1,9 +1,12 @@
-"""The MCP surface: tools over KbCore, nothing more.
+"""The MCP surface: tools over a :class:`~kbseek.kb.KnowledgeBase`, nothing more.
 
 Every tool returns a structured result (with an output schema) and a readable
 text block; refusals and bad input come back as ``is_error`` results whose
 message says what to do. Expected misses (no hits, stale ids, cut output) are
 data, not errors, so an agent can act on them.
+
+An omitted argument is passed on as omitted: the knowledge base applies the default configured
+*now*, so after a config reload a tool, the CLI and the web page agree on what "default" means.
 """
 
 # Tool signatures are evaluated by the SDK at registration; their annotations use local values,
@@ -19,8 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from kbseek import __version__, render
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase, __version__, render
 from kbseek.errors import KbError
 from kbseek.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
 from kbseek.server.prompts import register_prompts
@@ -53,28 +55,27 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
 
 
 def _call(fn: Callable[[], Any]) -> Any:
-    """Run a core call, turning kbseek's own errors into tool errors with their message."""
+    """Run a knowledge-base call, turning kbseek's own errors into tool errors with their message."""
     try:
         return fn()
     except KbError as exc:
         raise ToolError(str(exc)) from exc
 
 
-def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
+def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[Any]:
     """The server, unstarted, so ``serve`` and in-process tests share one code path.
 
     ``background=True`` starts the catch-up pass and the model load when a session starts.
     """
-    lim = core.limits
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
         if background:
-            core.start_background()
+            kb.start_background()
         yield
 
     server: MCPServer[Any] = KbServer(
-        core,
+        kb,
         name="kbseek",
         title="Knowledge base search",
         version=__version__,
@@ -95,21 +96,23 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
     def search(
         query: Annotated[str, Field(description="What to look for: a question or keywords, any language.")],
         limit: Annotated[
-            int, Field(description=f"Hits to return (max {lim.max_limit}).")
-        ] = lim.default_limit,
+            int | None,
+            Field(description="Hits to return; omit for the configured default. Clamped, and notes say so."),
+        ] = None,
         path_prefix: Annotated[
             str | None, Field(description="Only documents under this folder, e.g. 'runbooks/'.")
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Only documents having all these tags.")] = None,
         snippet_chars: Annotated[
-            int, Field(description=f"Snippet length (max {lim.max_snippet_chars}).")
-        ] = lim.default_snippet_chars,
+            int | None,
+            Field(description="Snippet length in characters; omit for the configured default. Clamped."),
+        ] = None,
         explain: Annotated[bool, Field(description="Include per-leg ranks and scores for each hit.")] = False,
     ) -> Annotated[CallToolResult, SearchResponse]:
         if not query.strip():
             raise ToolError("query is empty: pass the words or question to search for")
         r = _call(
-            lambda: core.search(
+            lambda: kb.search(
                 query,
                 limit=limit,
                 path_prefix=path_prefix,
@@ -131,12 +134,13 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
     def fetch(
         chunk_ids: Annotated[list[str], Field(description="chunk_id values from search hits.")],
         context: Annotated[
-            int, Field(description=f"Neighbouring chunks on each side (0–{lim.max_context}).")
-        ] = lim.default_context,
+            int | None,
+            Field(description="Neighbouring chunks on each side; omit for the configured default. Clamped."),
+        ] = None,
     ) -> Annotated[CallToolResult, FetchResponse]:
         if not chunk_ids:
             raise ToolError("chunk_ids is empty: pass one or more chunk_id values from search results")
-        r = _call(lambda: core.fetch(chunk_ids, context=context))
+        r = _call(lambda: kb.fetch(chunk_ids, context=context))
         return _result(r, render.fetch_text(r))
 
     @server.tool(
@@ -153,10 +157,10 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
         ],
         offset: Annotated[int, Field(description="Character offset to start at.")] = 0,
         max_chars: Annotated[
-            int, Field(description=f"Characters to return (max {lim.max_document_chars}).")
-        ] = lim.default_document_chars,
+            int | None, Field(description="Characters to return; omit for the configured default. Clamped.")
+        ] = None,
     ) -> Annotated[CallToolResult, DocumentResponse]:
-        r = _call(lambda: core.get_document(path, offset=offset, max_chars=max_chars))
+        r = _call(lambda: kb.read_document(path, offset=offset, max_chars=max_chars))
         return _result(r, render.document_text(r))
 
     @server.tool(
@@ -168,7 +172,7 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
         ),
     )
     def list_topics() -> Annotated[CallToolResult, TopicsResponse]:
-        r = _call(core.list_topics)
+        r = _call(kb.topics)
         return _result(r, render.topics_text(r))
 
     @server.tool(
@@ -181,8 +185,8 @@ def build_server(core: KbCore, *, background: bool = False) -> MCPServer[Any]:
         ),
     )
     def index_status() -> Annotated[CallToolResult, StatusResponse]:
-        r = _call(core.status)
+        r = _call(kb.status)
         return _result(r, render.status_text(r))
 
-    register_prompts(server, core)
+    register_prompts(server, kb)
     return server

@@ -50,7 +50,7 @@ class ListChangedNotifier:
                 log.debug("dropping a session that could not be notified", exc_info=True)
 
     def broadcast_from_thread(self) -> None:
-        """Called by the core after a pass that changed the servable set; never blocks, never raises.
+        """Called by the knowledge base after a pass that changed the servable set; never blocks, never raises.
 
         The pass may run on any thread, the event loop's own included, so the hop
         to the loop happens on a short-lived thread of its own.

@@ -2,7 +2,7 @@
 
 A tool description says what one call does; an agent still has to discover the
 search → fetch → cite loop and when to stop and admit the knowledge base is
-silent. These prompts spell that loop out for three common asks. The core
+silent. These prompts spell that loop out for three common asks. The knowledge base
 supplies the data (topic groups, recent documents); this module only turns it
 into text, and parses the one argument that needs it (``since``).
 
@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import Field
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.errors import KbError
 from kbseek.models import HEADING_SEPARATOR
 from kbseek.responses import RecentDocument, RecentDocuments
@@ -79,7 +79,7 @@ def _show(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def _core_call(fn: Callable[[], T]) -> T:
+def _kb_call(fn: Callable[[], T]) -> T:
     """kbseek's own errors carry a message meant for the reader; a bare exception would lose it."""
     try:
         return fn()
@@ -256,8 +256,8 @@ def whats_new_text(since: Since, r: RecentDocuments) -> str:
     return "\n".join(lines) + "\n"
 
 
-def register_prompts(server: MCPServer[Any], core: KbCore) -> None:
-    """Register the prompts on ``server``; they read the same core as the tools, so they agree with them."""
+def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
+    """Register the prompts on ``server``; they read the same knowledge base as the tools, so they agree."""
 
     @server.prompt(
         name="answer_from_kb",
@@ -287,11 +287,7 @@ def register_prompts(server: MCPServer[Any], core: KbCore) -> None:
     ) -> str:
         topic = _required("topic", topic)
 
-        def groups() -> list[tuple[str, int]]:
-            core.refresh()
-            return core.topic_groups()
-
-        return summarize_text(topic, _core_call(groups))
+        return summarize_text(topic, _kb_call(kb.topic_groups))
 
     @server.prompt(
         name="whats_new",
@@ -308,5 +304,5 @@ def register_prompts(server: MCPServer[Any], core: KbCore) -> None:
         ],
     ) -> str:
         when = parse_since(since)
-        recent = _core_call(lambda: core.recent_documents(when.ts, when.day, limit=MAX_RECENT))
+        recent = _kb_call(lambda: kb.recent_documents(when.ts, when.day, limit=MAX_RECENT))
         return whats_new_text(when, recent)

@@ -2,7 +2,7 @@
 
 The listing is the topic groups, not one entry per document, so a large
 knowledge base does not flood a host's ``@`` menu. Every listing, topic body
-and read comes from the core's one servable predicate, so what is offered is
+and read comes from the knowledge base's one servable predicate, so what is offered is
 exactly what a read accepts.
 """
 
@@ -17,9 +17,8 @@ from mcp.types import Resource as MCPResource
 from mcp.types import ResourceTemplate as MCPResourceTemplate
 from pydantic import AnyUrl
 
-from kbseek.core import KbCore
+from kbseek import IndexReport, KnowledgeBase
 from kbseek.errors import KbError
-from kbseek.ingest.indexer import IndexReport
 from kbseek.server.notify import ListChangedNotifier, declare_list_changed
 from kbseek.uris import DOC_PREFIX, BadResourceUri, parse_uri, topic_uri
 
@@ -29,20 +28,20 @@ DOC_TEMPLATE = DOC_PREFIX + "{+path}"
 class KbServer(MCPServer[Any]):
     """The MCP server with resources served from the index instead of a static registry."""
 
-    def __init__(self, core: KbCore, **kwargs: Any) -> None:
-        self.core = core
+    def __init__(self, kb: KnowledgeBase, **kwargs: Any) -> None:
+        self.kb = kb
         super().__init__(**kwargs)
         self.notifier = ListChangedNotifier(self._subscriptions)
         self._lowlevel_server.middleware.append(self.notifier)
         declare_list_changed(self._lowlevel_server)
-        core.on_index_change(self._index_changed)
+        kb.on_index_change(self._index_changed)
 
     def _index_changed(self, report: IndexReport) -> None:
         if report.added or report.deleted or report.renamed:
             self.notifier.broadcast_from_thread()
 
     async def list_resources(self) -> list[MCPResource]:
-        groups = await anyio.to_thread.run_sync(self._groups)
+        groups = await anyio.to_thread.run_sync(self.kb.topic_groups)
         return [
             MCPResource(
                 uri=topic_uri(prefix),
@@ -53,10 +52,6 @@ class KbServer(MCPServer[Any]):
             )
             for prefix, count in groups
         ]
-
-    def _groups(self) -> list[tuple[str, int]]:
-        self.core.refresh()
-        return self.core.topic_groups()
 
     async def list_resource_templates(self) -> list[MCPResourceTemplate]:
         return [
@@ -79,14 +74,13 @@ class KbServer(MCPServer[Any]):
             ref = parse_uri(uri)
         except BadResourceUri as exc:
             raise ResourceNotFoundError(str(exc)) from exc
-        self.core.refresh()
         if ref.kind == "topic":
-            body = self.core.topic_body(ref.path)
+            body = self.kb.topic_body(ref.path)
             if body is None:
                 raise ResourceNotFoundError(f"no topic {uri!r}: resources/list shows the topics there are")
             return [ReadResourceContents(content=body, mime_type="text/markdown")]
         try:
-            doc = self.core.read_resource_document(ref.path)
+            doc = self.kb.read_resource_document(ref.path)
         except KbError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         return [ReadResourceContents(content=doc.text, mime_type=doc.media_type)]

@@ -1,7 +1,7 @@
-"""The web page: ``/ui`` for people, ``/api/*`` for its script, both over the core MCP uses.
+"""The web page: ``/ui`` for people, ``/api/*`` for its script, both over the knowledge base MCP uses.
 
 The page is static (``server/ui/``), so everything it shows comes from the same
-``KbCore.search``/``status``/``get_document`` calls as the tools. It needs no
+``KnowledgeBase.search``/``status``/``read_document`` calls as the tools. It needs no
 external asset and works offline; a Content-Security-Policy of ``'self'`` makes
 that a rule the browser enforces, and the script renders document text with
 ``textContent`` only, so a note holding ``<script>`` is shown, never run.
@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from kbseek.core import KbCore
+from kbseek import KnowledgeBase
 from kbseek.errors import DocumentNotFound, DocumentRefused, KbError, PathOutsideRoot
 
 ASSETS = {
@@ -69,7 +69,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _answer(call: Callable[[], BaseModel]) -> JSONResponse:
-    """Run a blocking core call off the event loop; kbseek's refusals become 4xx with their message."""
+    """Run a blocking knowledge-base call off the event loop; kbseek's refusals become 4xx with their message."""
     try:
         return _json(await anyio.to_thread.run_sync(call))
     except (BadParameter, PathOutsideRoot) as exc:
@@ -82,7 +82,7 @@ async def _answer(call: Callable[[], BaseModel]) -> JSONResponse:
         return _error(409, str(exc))
 
 
-def build_web_app(core: KbCore) -> Starlette:
+def build_web_app(kb: KnowledgeBase) -> Starlette:
     async def asset(request: Request) -> Response:
         name, media_type = ASSETS[request.url.path]
         return Response(_asset(name), media_type=media_type, headers=SECURITY_HEADERS)
@@ -95,7 +95,7 @@ def build_web_app(core: KbCore) -> Starlette:
             )
 
         def call() -> BaseModel:
-            return core.search(
+            return kb.search(
                 query,
                 limit=_int_param(request, "limit"),
                 path_prefix=request.query_params.get("path_prefix") or None,
@@ -106,10 +106,10 @@ def build_web_app(core: KbCore) -> Starlette:
         return await _answer(call)
 
     async def status(_: Request) -> Response:
-        return await _answer(core.status)
+        return await _answer(kb.status)
 
     async def topics(_: Request) -> Response:
-        return await _answer(core.list_topics)
+        return await _answer(kb.topics)
 
     async def document(request: Request) -> Response:
         path = request.query_params.get("path", "")
@@ -118,7 +118,7 @@ def build_web_app(core: KbCore) -> Starlette:
 
         def call() -> BaseModel:
             offset = _int_param(request, "offset") or 0
-            return core.get_document(path, offset=offset, max_chars=_int_param(request, "max_chars"))
+            return kb.read_document(path, offset=offset, max_chars=_int_param(request, "max_chars"))
 
         return await _answer(call)
 

@@ -1,4 +1,4 @@
-"""The index's table layout and its version.
+"""The SQLite index's table layout, its version, opening a file under it, and reading its meta table.
 
 The index is derived data: every row can be rebuilt from the files. So an
 index written by an *older* schema is rebuilt from scratch, and one written by
@@ -6,6 +6,18 @@ a *newer* kbseek is refused (it may hold data this version would misread).
 """
 
 from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbseek.errors import IndexIncompatible
+from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
@@ -80,3 +92,177 @@ CREATE TABLE IF NOT EXISTS skipped (
 BM25_WEIGHTS = (2.0, 1.0)
 
 RETIRED_CHUNKS_KEPT = 50_000
+
+# The meta table's keys. Only the store reads or writes them; everyone else sees ``base.IndexMeta``.
+META_SCHEMA_VERSION = "schema_version"
+META_LAST_PASS_AT = "last_pass_at"
+META_PARSE_VERSION = "parse_version"
+META_EMBED_MODEL = "embed_model"
+META_EMBED_DIM = "embed_dim"
+META_EMBED_SCHEME = "embed_scheme"
+META_EMBEDDING = (META_EMBED_MODEL, META_EMBED_DIM, META_EMBED_SCHEME)
+
+
+def open_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Check the index's schema, and create or rebuild it under a write lock when it must change.
+
+    The common case, an index of this schema, writes nothing, so a read-only index opens. The
+    version is checked again inside ``BEGIN IMMEDIATE`` because another process may be creating
+    the same file: seen from outside its transaction, a half-made index looks like an old one.
+    """
+    version = schema_version(conn, path)
+    if version == SCHEMA_VERSION:
+        return
+    _refuse_newer(version, path)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn, path)
+        _refuse_newer(version, path)
+        if version is not None and version < SCHEMA_VERSION:
+            log.warning("index schema %s is older than %s: rebuilding the index", version, SCHEMA_VERSION)
+            _drop_all(conn)
+        for statement in _statements(DDL):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (META_SCHEMA_VERSION, str(SCHEMA_VERSION))
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
+    """The recorded schema version; ``None`` for a new, empty file; 0 for tables with no version."""
+    try:
+        has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (META_SCHEMA_VERSION,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise
+        raise IndexIncompatible(
+            f"{path} is not a kbseek index ({exc}); delete it or choose another --index-dir"
+        ) from exc
+    except sqlite3.DatabaseError as exc:
+        raise IndexIncompatible(
+            f"{path} is not a kbseek index ({exc}); delete it or choose another --index-dir"
+        ) from exc
+    return int(row[0]) if row else 0
+
+
+def _refuse_newer(version: int | None, path: Path) -> None:
+    if version is not None and version > SCHEMA_VERSION:
+        raise IndexIncompatible(
+            f"the index {path} was written by a newer kbseek (schema {version}, this one "
+            f"reads {SCHEMA_VERSION}); upgrade kbseek, or delete the index folder to rebuild it"
+        )
+
+
+def _drop_all(conn: sqlite3.Connection) -> None:
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    for name in names:
+        if not name.startswith("sqlite_") and not name.startswith("chunks_fts_") and name != "chunks_vocab":
+            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The complete SQL statements of ``script``, so they can run inside one transaction.
+
+    ``executescript`` would commit any open transaction first, and the schema must be created
+    under the same lock that checked it.
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip():
+        yield pending.strip()
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's "another connection holds the lock" answers, as opposed to a damaged or foreign file."""
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+# -- looking at a file without opening a store (``kbseek doctor``) -------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexFacts:
+    """What a read-only look at an index file finds."""
+
+    schema_version: int
+    """0 for kbseek tables that record no version."""
+    meta: IndexMeta
+    counts: Counts | None
+    """``None`` unless the file is of this kbseek's schema (an older or newer one may lack the tables)."""
+
+
+def inspect_index(db: Path) -> IndexFacts | None:
+    """Look at an index file without writing anything, not even ``-wal`` or ``-shm`` files beside it.
+
+    ``None`` when the file holds no kbseek tables yet. Raises :class:`IndexIncompatible` when the file
+    is not an SQLite database (or a damaged one), ``ValueError`` when its schema version is not a
+    number, ``OSError`` when it cannot be read at all.
+    A store would upgrade an old schema on opening; this is for looking without touching.
+    """
+    try:
+        with closing(_connect_read_only(db)) as conn:
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            if not has_meta:
+                return None
+            raw = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            version = int(raw.get(META_SCHEMA_VERSION, "0"))
+            counts = None
+            if version == SCHEMA_VERSION:
+                docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                counts = Counts(int(docs), int(chunks))
+    except sqlite3.DatabaseError as exc:
+        raise IndexIncompatible(f"{db} is not a readable kbseek index ({exc})") from exc
+    return IndexFacts(version, index_meta(raw), counts)
+
+
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A read-only connection that leaves no trace beside the database file."""
+    wal = db.with_name(db.name + "-wal")
+    shm = db.with_name(db.name + "-shm")
+    # With a live WAL, `mode=ro` reads it (a writer may be active). Without one the file is complete,
+    # and `immutable=1` keeps SQLite from creating -wal and -shm files just to read it.
+    flags = "mode=ro" if wal.exists() and shm.exists() else "mode=ro&immutable=1"
+    return sqlite3.connect(f"{db.resolve().as_uri()}?{flags}", uri=True, timeout=2.0)
+
+
+def index_meta(raw: dict[str, str]) -> IndexMeta:
+    """The meta table's strings as typed facts; a value that does not parse counts as never recorded."""
+    model = raw.get(META_EMBED_MODEL)
+    embedding = (
+        EmbeddingRecord(model, _int_or_none(raw.get(META_EMBED_DIM)), raw.get(META_EMBED_SCHEME))
+        if model is not None
+        else None
+    )
+    return IndexMeta(
+        last_pass_at=_float_or_none(raw.get(META_LAST_PASS_AT)),
+        parse_version=_int_or_none(raw.get(META_PARSE_VERSION)),
+        embedding=embedding,
+    )
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _float_or_none(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from kbseek.errors import ConfigError
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.models import ParsedDocument
 
@@ -78,7 +79,7 @@ class Registry:
         known = _builtin()
         unknown = [name for name in enabled if name not in known]
         if unknown:
-            raise ValueError(
+            raise ConfigError(
                 f"unknown parser(s) {', '.join(unknown)} in [parsers].enabled; "
                 f"available: {', '.join(sorted(known))}"
             )

@@ -1,0 +1,295 @@
+"""``KnowledgeBase``: one folder of notes, indexed and searchable, the API every surface uses.
+
+The CLI, the MCP server, the web page, ``kbseek eval`` and the benchmarks all hold a
+``KnowledgeBase`` and call the methods below; none of them ranks, caps or words a note itself.
+The class only delegates: each behaviour lives in the module named after it (``paths``,
+``live_config``, ``runner``, ``semantic``, ``catalog``, ``retrieval``, ``shaping``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from kbseek import shaping
+from kbseek.catalog import Catalog, ResourceText
+from kbseek.config import Limits, Settings
+from kbseek.embed.base import Embedder
+from kbseek.embed.factory import make_embedder
+from kbseek.ingest.indexer import IndexReport
+from kbseek.live_config import LiveConfig, PathArg
+from kbseek.paths import index_file, prepare_index_dir, resolve_index_dir
+from kbseek.progress import ProgressListener
+from kbseek.responses import (
+    DocumentResponse,
+    FetchResponse,
+    IndexSummary,
+    RecentDocuments,
+    SearchResponse,
+    StatusResponse,
+    TopicsResponse,
+)
+from kbseek.retrieval import Retrieval
+from kbseek.runner import IndexListener, IndexRunner
+from kbseek.semantic import SemanticLeg
+from kbseek.store.base import Store
+from kbseek.store.sqlite import SqliteStore
+
+
+class KnowledgeBase:
+    """Index, search and read one knowledge base (a folder of Markdown and text notes).
+
+    ::
+
+        from kbseek import KnowledgeBase
+
+        with KnowledgeBase("~/notes") as kb:
+            kb.index()                                   # incremental: only changed files are read
+            hits = kb.search("how do I roll back a release").hits
+            passages = kb.fetch([hits[0].chunk_id], context=1).passages
+            text = kb.read_document(hits[0].path).text
+
+    Every answer is a pydantic model (``kbseek.responses``) whose ``notes`` say what was capped,
+    cut or is missing, because the reader is often an agent that only knows what it is told.
+    Searches and reads first pick up files changed on disk (a stat scan at most once per
+    ``freshness_interval``), so a long-lived instance never answers from a stale index.
+
+    The embedding model loads the first time ``index()`` or ``search()`` needs it (about a second
+    for the bundled model); if it cannot load, both keep working by keywords and ``status()`` says
+    why. A server calls ``start_background()`` instead, so its handshake never waits for a model.
+
+    Thread-safe: any thread may call any method; passes run one at a time (``kbseek.runner``).
+    """
+
+    def __init__(
+        self,
+        root: PathArg | None = None,
+        *,
+        config: PathArg | None = None,
+        index_dir: PathArg | None = None,
+        semantic: bool | None = None,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        read_only: bool = False,
+    ) -> None:
+        """Open the knowledge base at ``root`` (``~`` is expanded), creating its index folder.
+
+        ``config``: a ``kbseek.toml`` to read (and re-read when it changes); it may name the root.
+        ``index_dir``: where the index lives (default ``<root>/.kbseek``, or the user cache dir for a
+        folder you cannot write). ``semantic=False``: keywords only, no model. ``settings``: already
+        resolved settings instead of the four above. ``embedder``: a model of your own (tests).
+        ``read_only``: only look (``kbseek status``, ``get``): create nothing, run no pass.
+
+        Raises :class:`~kbseek.errors.ConfigError` before touching anything when the root is missing
+        or the configuration is wrong (an unknown key, parser or value), saying what to change.
+        """
+        self._live = LiveConfig.resolve(
+            root, config=config, index_dir=index_dir, semantic=semantic, settings=settings
+        )
+        settings = self._live.settings
+        self.index_dir: Path = resolve_index_dir(settings)
+        self.read_only = read_only
+        if not read_only:
+            prepare_index_dir(self.index_dir)
+        self.store: Store = SqliteStore(index_file(self.index_dir), create=not read_only)
+        """The index itself, for tools below this API (tests, benchmarks); surfaces never need it."""
+        if settings.semantic and embedder is None:
+            embedder = make_embedder(settings.embed)
+        self._semantic = SemanticLeg(embedder if settings.semantic else None, self.store)
+        self._runner = IndexRunner(
+            self.store, self.index_dir, self._live, self._semantic, read_only=read_only
+        )
+        self._catalog = Catalog(self.store, self._live)
+        self._retrieval = Retrieval(self.store, self._live, self._semantic, self._catalog)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the watcher, let a background pass finish, and release the index."""
+        self._runner.close()
+        self.store.close()
+
+    # -- settings and state ------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force now (a running server re-reads its config file)."""
+        return self._live.settings
+
+    @property
+    def limits(self) -> Limits:
+        return self._live.limits
+
+    @property
+    def root(self) -> Path:
+        return self._live.settings.root
+
+    @property
+    def index_path(self) -> str:
+        """Where the index lives, as a person would name it in a message (the SQLite file today)."""
+        return self.store.location
+
+    @property
+    def last_report(self) -> IndexReport | None:
+        """What the last finished pass did, whoever started it."""
+        return self._runner.last_report
+
+    @property
+    def watcher_state(self) -> str:
+        return self._runner.watcher_state
+
+    @property
+    def semantic_error(self) -> str | None:
+        """Why semantic search is unavailable, in words to show a person; ``None`` when it is not."""
+        return self._semantic.error
+
+    @property
+    def model_mismatch(self) -> bool:
+        """True when the index holds vectors of another model (``index(reembed=True)`` fixes it)."""
+        return self._semantic.mismatch is not None
+
+    def summary(self) -> IndexSummary:
+        """How much is indexed and searchable semantically right now: the ``index`` of every response."""
+        return self._runner.summary()
+
+    def status(self, *, max_skipped: int = 50) -> StatusResponse:
+        """Everything a person needs to trust the index: counts, coverage, skips, errors, what to run."""
+        return self._runner.status(max_skipped=max_skipped)
+
+    def nothing_found_note(self) -> str:
+        """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
+        return self._runner.nothing_found_note()
+
+    # -- indexing ----------------------------------------------------------------------------------
+
+    def index(
+        self,
+        *,
+        progress: ProgressListener | None = None,
+        prune_disabled: bool = True,
+        embed: bool = True,
+        reembed: bool = False,
+    ) -> IndexReport:
+        """Bring the index in line with the files: one incremental pass (after a running one finishes).
+
+        ``progress`` receives the same snapshots (phase, counts, rate, ETA) that ``status`` shows.
+        ``embed=False`` writes no vectors (a keyword-only pass; a later pass embeds what it left).
+        ``reembed`` drops every vector first, which is how an index built with another model is
+        brought over; without it such an index is refused with :class:`~kbseek.errors.IndexIncompatible`.
+        ``prune_disabled=False`` keeps rows of formats no longer enabled (a server narrowing parsers).
+        Raises :class:`~kbseek.errors.IndexLocked` when another process is writing this index.
+        """
+        if embed and not self.read_only:
+            self._semantic.ensure_loaded()
+        return self._runner.index(
+            progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed
+        )
+
+    def refresh(self) -> None:
+        """Index files changed since the last look, if any; never waits for a running pass (T10)."""
+        self._runner.refresh()
+
+    def load_semantic(self) -> None:
+        """Load the embedding model now rather than on first need (to show progress while it loads)."""
+        self._semantic.load()
+
+    def start_background(self) -> None:
+        """A server's start: catch up by keywords, load the model, then embed, all on a thread of its own."""
+        self._runner.start_background()
+
+    def start_watching(self) -> None:
+        """Index edits as they happen (a file watcher thread) instead of only before the next call."""
+        self._runner.start_watching()
+
+    def on_index_change(self, listener: IndexListener) -> None:
+        """Call ``listener(report)`` after every pass that changed the index, on the pass's thread."""
+        self._runner.on_index_change(listener)
+
+    def reload_settings(self) -> None:
+        """Re-read the config file now; what needs a restart is named in ``status().notes``."""
+        self._live.reload()
+
+    # -- answers -----------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        path_prefix: str | None = None,
+        tags: Sequence[str] | None = None,
+        snippet_chars: int | None = None,
+        explain: bool = False,
+    ) -> SearchResponse:
+        """Ranked hits for a question or keywords in any language, with snippets centred on the match.
+
+        An omitted ``limit``/``snippet_chars`` takes the configured default *now*; values past the
+        caps are clamped and said in ``notes``. ``explain`` adds each leg's rank and score per hit.
+        """
+        self._semantic.ensure_loaded()
+        self._runner.refresh()
+        args = shaping.search_args(
+            self.limits, query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
+            explain=explain,
+        )  # fmt: skip
+        return self._retrieval.search(args, self.summary)
+
+    def fetch(self, chunk_ids: Sequence[str], *, context: int | None = None) -> FetchResponse:
+        """The full passages of hits by ``chunk_id``, with ``context`` neighbouring chunks on each side.
+
+        An id from before an edit is reported in ``missing`` as stale, never resolved to other text.
+        """
+        self._runner.refresh()
+        return self._catalog.fetch(shaping.fetch_args(self.limits, chunk_ids, context))
+
+    def read_document(self, path: str, *, offset: int = 0, max_chars: int | None = None) -> DocumentResponse:
+        """A document by root-relative path, indexed or not (D1), a window of ``max_chars`` at a time.
+
+        Refusals (outside the root, a link, no parser for it, too large) raise a
+        :class:`~kbseek.errors.DocumentRefused` subclass whose message says why.
+        """
+        return self._catalog.read_document(path, offset=offset, max_chars=max_chars)
+
+    def topics(self) -> TopicsResponse:
+        """What the knowledge base covers: documents grouped by their first one or two folders."""
+        self._runner.refresh()
+        return self._catalog.topics(self.summary())
+
+    def recent_documents(self, since_ts: float, since_date: str, *, limit: int = 50) -> RecentDocuments:
+        """Documents new since a moment, by frontmatter date (on or after ``since_date``, YYYY-MM-DD)
+        and by index time (at or after ``since_ts``), kept apart: they answer different questions."""
+        self._runner.refresh()
+        return self._catalog.recent_documents(since_ts, since_date, limit=limit, summary=self.summary())
+
+    # -- resources (what an MCP server offers, D2-D4) ----------------------------------------------
+
+    def servable_document_paths(self, among: Collection[str] | None = None) -> list[str]:
+        """Indexed paths a resource read serves; the one servable predicate (D4)."""
+        return self._catalog.servable_document_paths(among)
+
+    def read_resource_document(self, path: str) -> ResourceText:
+        """A document as a resource: only if offered (D3), cut at the resource cap with a note (D7)."""
+        self._runner.refresh()
+        return self._catalog.read_resource_document(path)
+
+    def topic_groups(self) -> list[tuple[str, int]]:
+        """(prefix, servable documents) per topic: the resource listing."""
+        self._runner.refresh()
+        return self._catalog.topic_groups()
+
+    def topic_body(self, prefix: str) -> str | None:
+        """A topic resource's Markdown list of documents; ``None`` when no such topic is offered."""
+        self._runner.refresh()
+        return self._catalog.topic_body(prefix)
+
+    # -- below the API -----------------------------------------------------------------------------
+
+    def retrieval(self) -> Retrieval:
+        """The search legs themselves (store, model, dense index, fusion), for benchmarks and eval."""
+        return self._retrieval

@@ -1,0 +1,85 @@
+"""Search as the knowledge base runs it: both legs over the index, fused, shaped into a response.
+
+The ranking itself lives in ``kbseek.search`` (the pipeline knows nothing of settings or models);
+this module binds it to one knowledge base: the store, the settings in force now, and the semantic
+leg in whatever state it is. It is also what a benchmark holds (``KnowledgeBase.retrieval()``) to
+score each leg alone, or the same pipeline under another fusion, against the very index a search
+uses, without reaching into private state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from kbseek import shaping
+from kbseek.catalog import Catalog
+from kbseek.embed.base import Embedder
+from kbseek.live_config import LiveConfig
+from kbseek.responses import IndexSummary, SearchResponse
+from kbseek.search.dense import DenseIndex
+from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, run_search
+from kbseek.semantic import SemanticLeg
+from kbseek.store.base import Store
+
+
+class Retrieval:
+    """The legs of one knowledge base's search, and the search that fuses and shapes them."""
+
+    def __init__(self, store: Store, live: LiveConfig, semantic: SemanticLeg, catalog: Catalog) -> None:
+        self._store = store
+        self._live = live
+        self._semantic = semantic
+        self._catalog = catalog
+
+    @property
+    def store(self) -> Store:
+        """The index both legs read (the lexical leg directly, the dense leg through its snapshot)."""
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The model behind the dense leg; ``None`` when semantic search is off."""
+        return self._semantic.embedder
+
+    @property
+    def dense(self) -> DenseIndex | None:
+        """The in-memory vectors a search uses now; ``None`` until the model is loaded."""
+        return self._semantic.dense if self._semantic.ready else None
+
+    def dense_leg(
+        self,
+        *,
+        fusion: str | None = None,
+        dense_weight: float | None = None,
+        matched_weight: float | None = None,
+    ) -> DenseLeg | None:
+        """The dense leg as configured, or with another fusion for a comparison; ``None`` if not loaded."""
+        leg = self._semantic.dense_leg(self._live.settings)
+        if leg is None:
+            return None
+        if fusion is not None:
+            leg = replace(leg, fusion=fusion)
+        if dense_weight is not None:
+            leg = replace(leg, dense_weight=dense_weight)
+        if matched_weight is not None:
+            leg = replace(leg, matched_weight=matched_weight)
+        return leg
+
+    def run(self, request: SearchRequest, dense_leg: DenseLeg | None) -> PipelineResult:
+        """Rank one request over this index: the lexical leg, and the dense leg when one is given."""
+        return run_search(self._store, request, dense_leg)
+
+    def search(self, args: shaping.SearchArgs, summary: Callable[[], IndexSummary]) -> SearchResponse:
+        """One search with the settings and model state of this moment, as a capped, annotated response.
+
+        ``summary`` is read after ranking, so the counts a response reports are never older than its hits.
+        """
+        active = self._live.active
+        limits = active.settings.limits
+        result = self.run(args.request(limits), self._semantic.dense_leg(active.settings))
+        servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
+        return shaping.search_response(
+            args, result, limits=limits, servable=set(servable), semantic=self._semantic.state(),
+            semantic_error=self._semantic.error, summary=summary(), extensions=active.registry.extensions,
+        )  # fmt: skip

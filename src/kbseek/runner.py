@@ -1,0 +1,315 @@
+"""Running indexing passes: one at a time, fresh before answering, and after every change on disk.
+
+A pass is an incremental :class:`~kbseek.ingest.indexer.Indexer` run. This module decides *when* one
+runs and keeps what a status report needs to know about it (running or not, progress, the last
+report, the last error, who else holds the index):
+
+- ``index()``: a pass the caller asked for and waits for; its errors are the caller's.
+- ``refresh()``: the freshness check before answering a call (T10): a rate-limited stat scan, and a
+  pass only if something changed; it never waits for a running pass.
+- the watcher: a pass after each debounced batch of filesystem changes, on the watcher's thread.
+- ``start_background()``: the server's start: a keyword-only catch-up pass, the model load, then
+  a pass that embeds what the catch-up wrote, none of them blocking the MCP handshake.
+
+Passes nobody waits for (watcher, background, freshness) never raise: their error is kept for
+``index_status``, and an index locked by another process is left to that process, whose writes
+this one reads through SQLite's WAL.
+
+Thread model
+------------
+Threads: the caller's threads (a library user's; the worker threads the MCP server and the web
+page run each blocking call on, several at once), the watcher thread ``kbseek-watch`` (one pass per batch), and the catch-up thread
+``kbseek-catch-up`` started by :meth:`IndexRunner.start_background`.
+
+Locks, and what each guards:
+
+- ``_pass_lock`` (in process): one pass at a time. ``index()`` and watcher batches wait for it;
+  ``refresh()`` only tries it, and answers from the index as it is when a pass is running.
+- :class:`~kbseek.store.lock.WriterLock` (across processes, a file lock): one writer per index.
+  Taken inside ``_pass_lock`` for the length of a pass.
+- ``LiveConfig``'s lock: one config reload at a time (the watcher and a freshness check may race).
+- ``SemanticLeg``'s lock: one model load at a time.
+
+The state read by other threads (``indexing``, ``progress``, ``last_report``, ``last_error``,
+``other_writer``) is written only by the thread running the pass (and ``indexing`` by
+``start_background``, before its thread starts), one reference at a time, and holds immutable
+values, so a reader sees a value at most one pass old and never a torn one. The dense snapshot is
+refreshed by the pass's thread after the pass (``SemanticLeg.vectors_changed``); listeners run
+there too, so they must not block (the MCP notifier hops to the event loop on a thread of its own).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kbseek import shaping
+from kbseek.errors import IndexLocked, KbError
+from kbseek.ingest.exclusion import Exclusion
+from kbseek.ingest.indexer import Indexer, IndexReport, Progress
+from kbseek.ingest.watch import Watcher
+from kbseek.live_config import LiveConfig
+from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
+from kbseek.responses import IndexSummary, StatusResponse
+from kbseek.semantic import SemanticLeg
+from kbseek.store.base import Store
+from kbseek.store.lock import WriterLock
+
+log = logging.getLogger(__name__)
+
+IndexListener = Callable[[IndexReport], None]
+"""Called after every pass that changed the index (the MCP server sends ``list_changed``)."""
+
+
+class IndexRunner:
+    """Runs the passes of one knowledge base's index and remembers how they went."""
+
+    def __init__(
+        self, store: Store, index_dir: Path, live: LiveConfig, semantic: SemanticLeg, *, read_only: bool
+    ) -> None:
+        self._store = store
+        self._index_dir = index_dir
+        self._live = live
+        self._semantic = semantic
+        self._read_only = read_only
+        self._pass_lock = threading.Lock()
+        self._writer = WriterLock(index_dir)
+        self._listeners: list[IndexListener] = []
+        self._threads: list[threading.Thread] = []
+        self._watcher: Watcher | None = None
+        self._pass_failed = False
+        self._last_check = 0.0
+        self.indexing = False
+        """True exactly while a pass runs (and from ``start_background`` until its thread starts one)."""
+        self.progress: ProgressSnapshot | None = None
+        """The running pass's latest reading; ``None`` between passes."""
+        self.last_report: IndexReport | None = None
+        """What the last finished pass did."""
+        self.last_error: str | None = None
+        """Why the last pass nobody waited for failed."""
+        self.other_writer: str | None = None
+        """Who held the index when this process last found it locked (``None`` once it got the lock)."""
+
+    # -- passes ------------------------------------------------------------------------------------
+
+    def _indexer(self, *, embed: bool) -> Indexer:
+        active = self._live.active  # one read: settings and parsers from the same reload
+        settings = active.settings
+        embed_fn, model_id = self._semantic.embedding(embed)
+        return Indexer(
+            settings.root, self._store, active.registry,
+            Exclusion(settings.root, settings.exclude_dirs, self._index_dir),
+            chunking=settings.chunking, max_file_bytes=settings.max_file_bytes, embed=embed_fn,
+            model_id=model_id, embed_batch=settings.embed.batch_size,
+        )  # fmt: skip
+
+    def index(
+        self,
+        *,
+        progress: ProgressListener | None = None,
+        prune_disabled: bool = True,
+        embed: bool = True,
+        reembed: bool = False,
+    ) -> IndexReport:
+        """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``."""
+        if self._read_only:
+            raise KbError("this command only reads the index; run `kbseek index` to build or update it")
+        with self._pass_lock, self._holding_writer():
+            if reembed:
+                self._indexer(embed=False).reembed()
+                if self._semantic.mismatch is not None:
+                    self._semantic.load()  # the other model's vectors are gone: the model fits now
+            elif embed and self._semantic.mismatch is not None:
+                raise self._semantic.mismatch
+            try:
+                with self._running_pass():
+                    indexer = self._indexer(embed=embed)
+                    remade = indexer.embed is not None and indexer.vectors_outdated()
+                    if remade:
+                        log.warning(
+                            "the index's vectors were made by an older kbseek; re-embedding every chunk"
+                        )
+                        indexer.reembed()
+                    report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
+            finally:
+                self._last_check = time.monotonic()
+            if remade:
+                self._semantic.vectors_changed(rebuilt=True)
+            self._after_pass(report)
+            return report
+
+    def refresh(self) -> None:
+        """Pick up files changed since the last pass: a rate-limited stat scan, then a pass if needed (T10).
+
+        Never waits: if a pass is already running, the caller answers from the index as it is.
+        A pass that failed is owed: the next check runs one even if no file changed, since a pass
+        that failed in its embed phase left documents whose chunks have no vector, which the stat
+        scan cannot see.
+        """
+        now = time.monotonic()
+        if self._read_only or now - self._last_check < self._live.settings.freshness_interval_s:
+            return
+        self._live.reload_if_changed()
+        if not self._pass_lock.acquire(blocking=False):
+            return
+        try:
+            self._last_check = now
+            with self._unattended("freshness pass"):
+                indexer = self._indexer(embed=self._semantic.ready)
+                scanned = indexer.quick_scan()
+                if not indexer.needs_pass(scanned) and not self._pass_failed:
+                    return
+                with self._holding_writer(), self._running_pass():
+                    report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
+                self._after_pass(report)
+        finally:
+            self._pass_lock.release()
+
+    @contextmanager
+    def _unattended(self, what: str) -> Iterator[None]:
+        """Around a pass nobody waits for: its failure is kept for the status instead of raised.
+
+        A locked index is not a failure: another kbseek process is indexing the same files, the
+        status names it, and its writes are read from the shared index.
+        """
+        try:
+            yield
+        except IndexLocked:
+            pass
+        except KbError as exc:
+            self.last_error = str(exc)
+            log.error("%s failed: %s", what, exc)
+
+    @contextmanager
+    def _running_pass(self) -> Iterator[None]:
+        """``indexing`` and ``progress`` are true exactly while a pass runs; a failed pass is owed."""
+        self.indexing = True
+        try:
+            yield
+        except BaseException:
+            self._pass_failed = True
+            raise
+        else:
+            self._pass_failed = False
+        finally:
+            self.indexing = False
+            self.progress = None
+
+    def _tracking(self, listener: ProgressListener | None) -> Progress:
+        """One tracker per pass turns the indexer's counts into rate and ETA; its snapshot is kept for
+        ``status`` (index_status, the web page's band) and handed to the caller's display, so both
+        show the same numbers."""
+        tracker = ProgressTracker()
+
+        def track(phase: str, done: int, total: int | None, item: str) -> None:
+            snap = tracker.update(phase, done, total, item)
+            self.progress = snap
+            if listener is not None:
+                listener(snap)
+
+        return track
+
+    @contextmanager
+    def _holding_writer(self) -> Iterator[None]:
+        """The cross-process writer lock around one pass; who else holds it is kept for the status."""
+        try:
+            with self._writer.hold():
+                self.other_writer = None
+                yield
+        except IndexLocked:
+            self.other_writer = self._writer.holder() or "another process"
+            raise
+
+    def _after_pass(self, report: IndexReport) -> None:
+        self.last_report = report
+        if not report.changed:
+            return
+        self._semantic.vectors_changed(rebuilt=False)
+        for listener in self._listeners:
+            try:
+                listener(report)
+            except Exception:
+                log.exception("index-change listener failed")
+
+    def on_index_change(self, listener: IndexListener) -> None:
+        self._listeners.append(listener)
+
+    # -- what status reports -------------------------------------------------------------------------
+
+    def summary(self) -> IndexSummary:
+        """The ``index`` block of every response: counts, whether a pass runs, what the dense leg covers."""
+        docs, chunks = self._store.counts()
+        return IndexSummary(
+            documents=docs, chunks=chunks, indexing=self.indexing, embedded=self._semantic.covered(chunks)
+        )
+
+    def status(self, *, max_skipped: int) -> StatusResponse:
+        """``index_status``: the store's counts and skips, this runner's passes, the model's coverage."""
+        store, semantic, active = self._store, self._semantic, self._live.active
+        docs, chunks = store.counts()
+        indexing = self.indexing
+        state, embedded, note = semantic.for_status(chunks, indexing=indexing)
+        last = self.last_report
+        facts = shaping.StatusFacts(
+            root=active.settings.root, index_path=store.location, documents=docs, chunks=chunks,
+            skipped=store.skipped(), warnings=[(d.path, w) for d in store.documents() for w in d.warnings],
+            last_pass_at=store.meta().last_pass_at, indexing=indexing, progress=self.progress,
+            last_pass_seconds=last.seconds if last else None, semantic=state, embedded=embedded,
+            semantic_note=note, semantic_error=semantic.error,
+            model=semantic.embedder.model_id if semantic.embedder else None, watcher=self.watcher_state,
+            parsers=active.registry.enabled, config_note=self._live.note, other_writer=self.other_writer,
+            last_error=self.last_error, index_command=shaping.index_command(active.settings),
+            nothing_found=self.nothing_found_note(),
+        )  # fmt: skip
+        return shaping.status_response(facts, max_skipped=max_skipped)
+
+    def nothing_found_note(self) -> str:
+        """Why an indexed knowledge base is empty, and what to do about it."""
+        active = self._live.active
+        return shaping.nothing_found_note(active.settings.root, active.registry.extensions)
+
+    # -- a server's threads ------------------------------------------------------------------------
+
+    def start_watching(self) -> None:
+        """Index changes as they happen, on the watcher's thread; its state shows in ``index_status``."""
+        root = self._live.settings.root
+        self._watcher = Watcher(root, self._index_dir, self._on_files_changed, also=self._live.config_path)
+        self._watcher.start()
+
+    @property
+    def watcher_state(self) -> str:
+        return self._watcher.state if self._watcher is not None else "off"
+
+    def _on_files_changed(self, changed: set[Path]) -> None:
+        log.debug("%d paths changed; running a pass", len(changed))
+        self._live.reload_if_changed()
+        with self._unattended("indexing after a change"):
+            self.index(prune_disabled=False, embed=self._semantic.ready)
+
+    def start_background(self) -> None:
+        """The server's start: a keyword-only catch-up pass, the model load, then a pass that embeds."""
+
+        def work() -> None:
+            with self._unattended("catch-up indexing"):
+                self.index(prune_disabled=False, embed=False)
+            self._semantic.load()
+            if self._semantic.ready:
+                with self._unattended("embedding pass"):
+                    self.index(prune_disabled=False)  # embeds what the catch-up pass wrote
+
+        self.indexing = True  # visible at once, before the thread is scheduled
+        self._semantic.loading_in_background()
+        thread = threading.Thread(target=work, name="kbseek-catch-up", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def close(self) -> None:
+        """Stop the watcher and wait for the background thread (a pass in flight finishes first)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        for t in self._threads:
+            t.join(timeout=30)

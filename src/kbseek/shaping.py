@@ -1,0 +1,503 @@
+"""Turning what the index found into responses: every cap applied, every cut and clamp said (T3, T4).
+
+The reader of a response is often an agent that can only act on the words it is given, so a
+clamped argument, a dropped query term, a cut passage and an empty result each come with a note
+saying what happened and what to do next. All of it is decided here, from plain values, so the
+wording and the caps are tested without a store, a model or a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kbseek.config import Limits, Settings
+from kbseek.guard import LoadedDocument, relative_path
+from kbseek.progress import ProgressSnapshot
+from kbseek.responses import (
+    DocumentResponse,
+    Explanation,
+    FetchResponse,
+    IndexProgress,
+    IndexSummary,
+    Legs,
+    MissingChunk,
+    Passage,
+    SearchHit,
+    SearchResponse,
+    SkippedFile,
+    StatusResponse,
+    Topic,
+    TopicsResponse,
+)
+from kbseek.search.passages import JoinedText
+from kbseek.search.pipeline import PipelineResult, RankedHit, SearchRequest
+from kbseek.semantic import SemanticState
+from kbseek.uris import document_uri
+from kbseek.words import counted
+
+# -- arguments -----------------------------------------------------------------------------------------
+
+
+def clamp(name: str, value: int | None, default: int, low: int, high: int, notes: list[str]) -> int:
+    """``value`` within ``[low, high]`` (``default`` when omitted); a moved value is said in ``notes``."""
+    if value is None:
+        return default
+    if value < low:
+        notes.append(f"{name}={value} was raised to the minimum {low}")
+        return low
+    if value > high:
+        notes.append(f"{name}={value} was clamped to the maximum {high}")
+        return high
+    return value
+
+
+def clean_prefix(prefix: str | None) -> str | None:
+    """A ``path_prefix`` as a root-relative path (``None`` for the whole tree); a trailing ``/`` is kept."""
+    if prefix is None or not prefix.strip().strip("/."):
+        return None
+    trailing = prefix.strip().endswith("/")
+    rel = relative_path(prefix)
+    return rel + "/" if trailing else rel
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    """A search's arguments once the caps are applied, with the notes the clamping left."""
+
+    query: str
+    limit: int
+    snippet_chars: int
+    path_prefix: str | None
+    tags: tuple[str, ...]
+    explain: bool
+    notes: tuple[str, ...] = ()
+
+    def request(self, limits: Limits) -> SearchRequest:
+        return SearchRequest(
+            query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, path_prefix=self.path_prefix,
+            tags=self.tags, max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
+        )  # fmt: skip
+
+
+def search_args(
+    limits: Limits,
+    query: str,
+    *,
+    limit: int | None = None,
+    path_prefix: str | None = None,
+    tags: Sequence[str] | None = None,
+    snippet_chars: int | None = None,
+    explain: bool = False,
+) -> SearchArgs:
+    """Apply the caps the configuration sets now; an omitted argument takes today's default."""
+    notes: list[str] = []
+    n = clamp("limit", limit, limits.default_limit, 1, limits.max_limit, notes)
+    sc = clamp(
+        "snippet_chars", snippet_chars, limits.default_snippet_chars, 40, limits.max_snippet_chars, notes
+    )
+    tag_list = tuple(t.strip() for t in (tags or ()) if t.strip())
+    return SearchArgs(query, n, sc, clean_prefix(path_prefix), tag_list, explain, tuple(notes))
+
+
+# -- search --------------------------------------------------------------------------------------------
+
+
+def search_response(
+    args: SearchArgs,
+    result: PipelineResult,
+    *,
+    limits: Limits,
+    servable: Collection[str],
+    semantic: SemanticState,
+    semantic_error: str | None,
+    summary: IndexSummary,
+    extensions: Collection[str],
+) -> SearchResponse:
+    """The response for one search: hits, legs, and a note (with its code) for everything not shown."""
+    notes = list(args.notes)
+    codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
+    truncated = result.more_available
+    if result.compiled.dropped:
+        truncated = True
+        notes.append(
+            f"the query had more than {limits.max_query_terms} searchable terms; these were not used: "
+            + " ".join(result.compiled.dropped[:20])
+            + " — shorten the query"
+        )
+        codes.append("terms_dropped")
+    if result.more_available:
+        notes.append(
+            f"more hits exist beyond limit={args.limit}; raise limit or narrow with path_prefix/tags"
+        )
+        codes.append("more_hits")
+    hits = [_hit(h, servable, args.explain) for h in result.hits]
+    shown, note, code = semantic_for_search(semantic, semantic_error, summary)
+    if note is not None and code is not None:
+        notes.append(note)
+        codes.append(code)
+    legs = Legs(lexical="ok" if result.compiled.terms else "no_terms", semantic=shown.value)
+    if not hits:
+        no_terms = not result.compiled.terms
+        notes.append(empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions))
+        codes.append("empty")
+    response = SearchResponse(
+        query=args.query, hits=hits, legs=legs, truncated=truncated, notes=notes, note_codes=codes,
+        index=summary, low_confidence=result.low_confidence,
+    )  # fmt: skip
+    return fit_search(response, limits.max_response_chars)
+
+
+def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
+    c, f = h.chunk, h.fused
+    return SearchHit(
+        chunk_id=c.chunk_id, path=c.path, title=c.title, heading_path=list(c.heading_path),
+        score=round(f.score, 6), snippet=h.snippet.text, highlights=[list(span) for span in h.snippet.highlights],
+        start=c.start, end=c.end, line_start=c.line_start, line_end=c.line_end, tags=list(c.tags),
+        uri=document_uri(c.path) if c.path in servable else None,
+        explain=Explanation(
+            lexical_rank=f.lexical_rank, lexical_score=f.lexical_score, dense_rank=f.dense_rank,
+            dense_similarity=f.dense_similarity, fused_score=f.score,
+        ) if explain else None,
+    )  # fmt: skip
+
+
+def semantic_for_search(
+    state: SemanticState, error: str | None, summary: IndexSummary
+) -> tuple[SemanticState, str | None, str | None]:
+    """(state shown, note, note code) of the semantic leg for one search.
+
+    While the background pass embeds, ``ok`` would claim a coverage the dense leg lacks, so a
+    loaded model that does not cover every chunk yet is shown as ``partial``, with the counts.
+    """
+    if state is SemanticState.LOADING:
+        return (
+            state,
+            "the embedding model is still loading: these results are lexical only",
+            "semantic_loading",
+        )
+    if state is SemanticState.UNAVAILABLE:
+        note = f"semantic search is unavailable, results are lexical only: {error}"
+        return state, note, "semantic_unavailable"
+    if state is SemanticState.OK and summary.embedded is not None and summary.embedded < summary.chunks:
+        note = (
+            f"semantic search covers {summary.embedded} of {counted(summary.chunks, 'chunk')} so far"
+            + (" (embedding is still running)" if summary.indexing else "")
+            + ": hits from the rest were found by their words only"
+        )
+        return SemanticState.PARTIAL, note, "semantic_partial"
+    return state, None, None
+
+
+def empty_explanation(
+    summary: IndexSummary,
+    no_terms: bool,
+    prefix: str | None,
+    tags: Sequence[str],
+    extensions: Collection[str],
+) -> str:
+    """Why a search found nothing (T4): "nothing matched" and "nothing is indexed yet" need different actions."""
+    if summary.documents == 0:
+        if summary.indexing:
+            return "nothing is indexed yet: the first indexing pass is still running — try again in a moment"
+        exts = ", ".join(sorted(extensions))
+        return (
+            f"the index is empty: no indexable files ({exts}) were found under the knowledge-base root; "
+            "see index_status for skipped files"
+        )
+    scope = ""
+    if prefix or tags:
+        scope = " within " + " and ".join(
+            ([f"path_prefix={prefix!r}"] if prefix else []) + ([f"tags={list(tags)}"] if tags else [])
+        )
+    base = (
+        f"no chunk matched{scope}; the index holds {counted(summary.documents, 'document')} and "
+        f"{counted(summary.chunks, 'chunk')}"
+        + (" (indexing is still running, results may be incomplete)" if summary.indexing else "")
+    )
+    if no_terms:
+        return base + ". The query has no searchable words (only punctuation or operators) — use words"
+    return base + ". Try other words, a synonym, the other language, or drop filters"
+
+
+def fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:
+    """Drop hits from the end until the serialised response fits ``max_chars`` (T3)."""
+    size = len(response.model_dump_json())
+    if size <= max_chars:
+        return response
+    hits = list(response.hits)
+    while hits and len(response.model_copy(update={"hits": hits}).model_dump_json()) > max_chars:
+        hits.pop()
+    notes = [
+        *response.notes,
+        f"the response was cut to {counted(len(hits), 'hit')} to stay under {max_chars} characters; "
+        "lower snippet_chars",
+    ]
+    codes = [*response.note_codes, "cut_to_fit"]
+    return response.model_copy(update={"hits": hits, "truncated": True, "notes": notes, "note_codes": codes})
+
+
+# -- fetch ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchArgs:
+    """The chunk ids to fetch (de-duplicated, capped) and the neighbours, with the notes that left."""
+
+    ids: tuple[str, ...]
+    context: int
+    truncated: bool
+    notes: tuple[str, ...]
+
+
+def fetch_args(limits: Limits, chunk_ids: Iterable[str], context: int | None) -> FetchArgs:
+    notes: list[str] = []
+    ctx = clamp("context", context, limits.default_context, 0, limits.max_context, notes)
+    ids = list(dict.fromkeys(i.strip() for i in chunk_ids if i.strip()))
+    truncated = len(ids) > limits.max_chunk_ids
+    if truncated:
+        notes.append(
+            f"{counted(len(ids), 'chunk id')} were given; only the first {limits.max_chunk_ids} were fetched"
+        )
+        ids = ids[: limits.max_chunk_ids]
+    return FetchArgs(tuple(ids), ctx, truncated, tuple(notes))
+
+
+@dataclass(frozen=True)
+class FoundRun:
+    """One joined run of chunks and the requested ids it contains, in the order they were asked for."""
+
+    run: JoinedText
+    requested: list[str] = field(default_factory=list)
+
+
+def fetch_response(
+    args: FetchArgs, runs: Sequence[FoundRun], missing: Sequence[MissingChunk], *, servable: Collection[str],
+    max_fetch_chars: int,
+) -> FetchResponse:  # fmt: skip
+    """Passages within the per-fetch character budget; a cut passage says where to read on (T3, D7)."""
+    notes = list(args.notes)
+    truncated = args.truncated
+    passages: list[Passage] = []
+    budget = max_fetch_chars
+    for found in runs:
+        run = found.run
+        text, cut = run.text, False
+        if len(text) > budget:
+            text, cut = text[: max(budget, 0)], True
+        budget -= len(text)
+        head = run.chunks[0]
+        passages.append(
+            Passage(
+                path=head.path, title=head.title, heading_path=list(head.heading_path),
+                requested=found.requested, chunk_ids=[c.chunk_id for c in run.chunks], start=run.start,
+                end=run.start + len(text) if cut else run.end, line_start=head.line_start,
+                line_end=max(c.line_end for c in run.chunks), text=text, truncated=cut,
+                uri=document_uri(head.path) if head.path in servable else None,
+            )
+        )  # fmt: skip
+        if cut:
+            truncated = True
+            notes.append(
+                f"the passage from {head.path} was cut at {max_fetch_chars} characters per fetch; "
+                f"read on with get_document(path={head.path!r}, offset={run.start + len(text)})"
+            )
+    if missing:
+        notes.append("some chunk ids are no longer valid; run search again to get current ids")
+    return FetchResponse(passages=passages, missing=list(missing), truncated=truncated, notes=notes)
+
+
+def stale_chunk(
+    chunk_id: str, path: str | None, when: float | None, *, document_exists: bool
+) -> MissingChunk:
+    """A chunk id that resolves to nothing (T5): stale if its document changed, unknown otherwise."""
+    if path is not None and when is not None:
+        what = "was edited" if document_exists else "was removed or renamed"
+        return MissingChunk(
+            chunk_id=chunk_id, status="stale", path=path,
+            message=f"stale id: {path} {what} at {iso(when)} and its chunks were replaced; "
+            "search again for current ids",
+        )  # fmt: skip
+    return MissingChunk(
+        chunk_id=chunk_id, status="unknown",
+        message="unknown id: no chunk with this id exists in the index (ids come from search results); "
+        "search again",
+    )  # fmt: skip
+
+
+# -- documents and resources -----------------------------------------------------------------------------
+
+
+def document_response(
+    doc: LoadedDocument, *, offset: int, max_chars: int | None, limits: Limits, indexed: bool
+) -> DocumentResponse:
+    """A window of a document; a window that stops early says where the rest starts (D7)."""
+    notes: list[str] = []
+    n = clamp("max_chars", max_chars, limits.default_document_chars, 1, limits.max_document_chars, notes)
+    total = len(doc.text)
+    if offset < 0:
+        notes.append(f"offset={offset} was raised to 0")
+        offset = 0
+    if offset > total:
+        notes.append(f"offset={offset} is past the end of the document ({counted(total, 'character')})")
+        offset = total
+    text = doc.text[offset : offset + n]
+    end = offset + len(text)
+    truncated = end < total
+    if truncated:
+        notes.append(
+            f"returned characters {offset}–{end} of {total}; call get_document again with offset={end} "
+            "for the rest"
+        )
+    if not indexed:
+        notes.append("this file is not in the search index (excluded, skipped or not yet indexed)")
+    return DocumentResponse(
+        path=doc.path, media_type=doc.media_type, text=text, offset=offset, returned_chars=len(text),
+        total_chars=total, truncated=truncated, next_offset=end if truncated else None, indexed=indexed,
+        notes=notes,
+    )  # fmt: skip
+
+
+def resource_text(rel: str, text: str, cap: int) -> str:
+    """A resource's text, cut at ``cap`` with a delimited note at the end saying where the rest is (D7)."""
+    if len(text) <= cap:
+        return text
+    return text[:cap] + (
+        "\n\n---\n[kbseek: this resource was truncated at character "
+        f"{cap} of {len(text)}. Call get_document(path={rel!r}, offset={cap}) for the rest.]\n"
+    )
+
+
+# -- topics --------------------------------------------------------------------------------------------
+
+
+def topics_response(
+    titles_by_prefix: dict[str, list[str]], *, limits: Limits, summary: IndexSummary
+) -> TopicsResponse:
+    """The topic overview within ``max_topics`` and ``max_titles_per_topic``, saying what was left out."""
+    notes: list[str] = []
+    topics = [
+        Topic(
+            prefix=prefix,
+            documents=len(titles),
+            titles=sorted(titles)[: limits.max_titles_per_topic],
+            more_titles=max(0, len(titles) - limits.max_titles_per_topic),
+        )
+        for prefix, titles in sorted(titles_by_prefix.items())
+    ]
+    truncated = len(topics) > limits.max_topics
+    if truncated:
+        notes.append(f"{counted(len(topics), 'topic')} exist; only the first {limits.max_topics} are listed")
+        topics = topics[: limits.max_topics]
+    if any(t.more_titles for t in topics):
+        notes.append(
+            f"at most {limits.max_titles_per_topic} titles are listed per topic; "
+            "search with path_prefix to see the rest"
+        )
+    if not topics:
+        notes.append("nothing is indexed yet" + (" (indexing is running)" if summary.indexing else ""))
+    return TopicsResponse(topics=topics, truncated=truncated, notes=notes, index=summary)
+
+
+def topic_body(prefix: str, documents: Sequence[tuple[str, str]]) -> str:
+    """A topic resource: a Markdown list of its documents, ``(title, path)``, with their uris (D2)."""
+    lines = [f"# Topic {prefix or '(root)'}", "", f"{counted(len(documents), 'document')}.", ""]
+    lines.extend(f"- [{title}]({document_uri(path)}) — `{path}`" for title, path in documents)
+    return "\n".join(lines) + "\n"
+
+
+# -- status --------------------------------------------------------------------------------------------
+
+
+def index_command(settings: Settings) -> str:
+    """The command that indexes this knowledge base, for notes that tell a person what to run."""
+    option = f" --index-dir {settings.index_dir}" if settings.index_dir is not None else ""
+    return f"kbseek index --kb {settings.root}{option}"
+
+
+def nothing_found_note(root: Path, extensions: Collection[str]) -> str:
+    """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
+    exts = ", ".join(sorted(extensions))
+    return (
+        f"no Markdown or other indexable files were found under {root}: kbseek indexes {exts} "
+        "files — add notes there, or check the exclusions (exclude_dirs in the config, .kbseekignore)"
+    )
+
+
+@dataclass(frozen=True)
+class StatusFacts:
+    """Everything ``status`` reports, gathered from the store, the runner and the semantic leg."""
+
+    root: Path
+    index_path: str
+    documents: int
+    chunks: int
+    skipped: Sequence[tuple[str, str]]
+    warnings: Sequence[tuple[str, str]]
+    last_pass_at: float | None
+    indexing: bool
+    progress: ProgressSnapshot | None
+    last_pass_seconds: float | None
+    semantic: SemanticState
+    embedded: int | None
+    semantic_note: str | None
+    semantic_error: str | None
+    model: str | None
+    watcher: str
+    parsers: Sequence[str]
+    config_note: str | None
+    other_writer: str | None
+    last_error: str | None
+    index_command: str
+    nothing_found: str
+
+
+def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
+    """``index_status``: counts, coverage and state, with a note for each thing a person should act on."""
+    f = facts
+    notes: list[str] = []
+    if f.semantic_error:
+        notes.append(f"semantic search unavailable: {f.semantic_error}")
+    if f.config_note:
+        notes.append(f.config_note)
+    if f.other_writer:
+        notes.append(
+            f"another kbseek process ({f.other_writer}) was updating this index at the last pass; "
+            "its changes are read from the shared index"
+        )
+    if len(f.skipped) > max_skipped:
+        notes.append(f"{counted(len(f.skipped), 'path')} were skipped; the first {max_skipped} are listed")
+    if f.last_pass_at is None and not f.indexing:
+        notes.append(f"not indexed yet: run `{f.index_command}` to build the index")
+    elif f.last_pass_at is not None and f.documents == 0 and not f.indexing:
+        notes.append(f.nothing_found)
+    if f.semantic_note:
+        notes.append(f.semantic_note)
+    return StatusResponse(
+        root=str(f.root), index_path=f.index_path, documents=f.documents, chunks=f.chunks,
+        indexing=f.indexing, progress=progress_model(f.progress),
+        last_index_at=iso(f.last_pass_at) if f.last_pass_at else None,
+        last_pass_seconds=round(f.last_pass_seconds, 3) if f.last_pass_seconds is not None else None,
+        semantic=f.semantic.value, embedded=f.embedded, watcher=f.watcher, model=f.model,
+        parsers=list(f.parsers), skipped=[SkippedFile(path=p, reason=r) for p, r in f.skipped[:max_skipped]],
+        skipped_total=len(f.skipped),
+        warnings=[SkippedFile(path=p, reason=w) for p, w in f.warnings[:max_skipped]],
+        last_error=f.last_error, notes=notes,
+    )  # fmt: skip
+
+
+def progress_model(snap: ProgressSnapshot | None) -> IndexProgress | None:
+    """The running pass as ``index_status`` reports it (rounded: an agent plans in seconds, not µs)."""
+    if snap is None:
+        return None
+    return IndexProgress(
+        phase=snap.phase, done=snap.done, total=snap.total, unit=snap.unit,
+        rate=round(snap.rate, 2) if snap.rate is not None else None,
+        eta=round(snap.eta, 1) if snap.eta is not None else None,
+    )  # fmt: skip
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")

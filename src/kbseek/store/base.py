@@ -1,0 +1,381 @@
+"""What search and ingest may ask of the index: the :class:`Store` protocol and the records it speaks.
+
+The retrieval and ingest code never see SQL, a connection or a file: they hold a ``Store`` and call
+the methods below, so a second backend (PostgreSQL with pgvector, planned for teams sharing one
+index) slots in by implementing this protocol, with search and ingest untouched. SQLite
+(``kbseek.store.sqlite.SqliteStore``) is the one implementation today.
+
+Every text the store keeps arrives finished. In particular the lexical text of a chunk is analyzed by
+ingest (``kbseek.ingest.analysis``) before it reaches the store, because the query is analyzed by
+search with the same analyzer (T7): a backend that tokenized on its own would
+silently disagree with the query side. A backend only splits the given text on whitespace.
+
+Writes happen only on the :class:`StoreWriter` that :meth:`Store.transaction` yields, so no write can
+escape a transaction, and a crash never leaves half a document behind.
+
+The guarantees written in the docstrings below are what ``tests/unit/test_store_contract.py`` pins
+for every implementation; a new backend passes that suite before it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from kbseek.models import Chunk
+
+RowIds = npt.NDArray[np.int64]
+"""Chunk rowids, one per row of a matching :data:`Matrix`."""
+Matrix = npt.NDArray[np.float32]
+"""Chunk vectors, one unit-length float32 row per chunk."""
+
+# -- records read back -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocumentState:
+    """What the index remembers about a file, enough to decide whether to re-read it."""
+
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    parser: str
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """A document as read back for answering (listings, topics, ``get_document`` metadata)."""
+
+    id: int
+    path: str
+    parser: str
+    size: int
+    """Bytes on disk when it was indexed (D8: the servable set needs no filesystem probe)."""
+    chars: int
+    """Length of the served text."""
+    title: str
+    tags: tuple[str, ...]
+    date: str | None
+    frontmatter: dict[str, object]
+    warnings: tuple[str, ...]
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk as read back for answering: its own fields plus its document's."""
+
+    rowid: int
+    """The store's number for this chunk row: unique, and never reused for another row (the dense
+    snapshot keeps rowids across passes and relies on a rowid always meaning the same text)."""
+    chunk_id: str
+    document_id: int
+    path: str
+    title: str
+    ordinal: int
+    start: int
+    end: int
+    line_start: int
+    line_end: int
+    heading_path: tuple[str, ...]
+    text: str
+    content_hash: str
+    tags: tuple[str, ...] = ()
+    parser: str = ""
+    """The document's parser: whether ``text`` is markup, for display text (``has_markup``)."""
+
+
+class Counts(NamedTuple):
+    """How much is indexed (a tuple, so ``docs, chunks = store.counts()`` reads naturally)."""
+
+    documents: int
+    chunks: int
+
+
+class SkippedPath(NamedTuple):
+    """A file the last pass did not index, and why."""
+
+    path: str
+    reason: str
+
+
+class RetiredChunk(NamedTuple):
+    """Where a chunk id that no longer exists used to live, and since when (T5)."""
+
+    path: str
+    retired_at: float
+
+
+class PendingChunk(NamedTuple):
+    """A chunk content that has no vector yet: what the embed phase embeds."""
+
+    content_hash: str
+    heading_path: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class EmbeddingRecord:
+    """What made the index's vectors. Vectors of two models are never mixed in one index."""
+
+    model: str
+    """The embedder's model id (``Embedder.model_id``)."""
+    dim: int | None
+    """The vectors' dimension; ``None`` when the index does not say."""
+    scheme: str | None
+    """How a chunk's parts were combined into one vector (``embed.chunk_vectors.VECTOR_SCHEME``);
+    ``None`` for vectors written before schemes were recorded."""
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """Facts about the index as a whole. A fact never recorded, or recorded in a form this version
+    cannot read, is ``None``: each one is derived data that the next pass writes again."""
+
+    last_pass_at: float | None = None
+    """When the last indexing pass finished (seconds since the epoch); ``None``: never indexed."""
+    parse_version: int | None = None
+    """``ingest.parsers.PARSE_VERSION`` of the parsers that wrote the documents."""
+    embedding: EmbeddingRecord | None = None
+    """What made the vectors; ``None`` when no vector was recorded (or they were cleared)."""
+
+
+# -- records handed in -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkInput:
+    """One chunk as ingest hands it to the store: the chunker's output and its analyzed lexical text.
+
+    ``lexical_heading`` and ``lexical_body`` are the analyzer's terms separated by single spaces; the
+    store indexes them as given and never re-analyzes ``chunk.text``.
+    """
+
+    chunk: Chunk
+    lexical_heading: str
+    lexical_body: str
+
+
+@dataclass(frozen=True)
+class DocumentInput:
+    """One document as ingest hands it to the store: what the file was and what its parser made of it."""
+
+    path: str
+    parser: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    chars: int
+    title: str
+    frontmatter: Mapping[str, Any]
+    """Stored as JSON; a value JSON cannot hold is stored as its ``str()``."""
+    tags: tuple[str, ...]
+    date: str | None
+    warnings: tuple[str, ...]
+    chunks: tuple[ChunkInput, ...]
+    """In document order; ``chunk.chunk_id`` values are unique across the whole index."""
+
+
+# -- the protocol ----------------------------------------------------------------------------------
+
+
+class StoreWriter(Protocol):
+    """The writes of one transaction. Obtained only from :meth:`Store.transaction`, valid inside it."""
+
+    def write_document(self, document: DocumentInput, *, replaces: int | None) -> int:
+        """Insert a document with its chunks, or replace document ``replaces`` in place; returns its id.
+
+        Replacing (an edit, or a rename when ``document.path`` differs) keeps the document id, retires
+        every old chunk id (:meth:`Store.retired` names its last path) and gives the new chunks fresh
+        rowids, never one used before. A chunk id written again stops being retired.
+        """
+        ...
+
+    def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
+        """Record a new size and mtime for a file whose content hash did not change; nothing else moves."""
+        ...
+
+    def delete_document(self, document_id: int) -> None:
+        """Remove a document and its chunks; their chunk ids become retired. An unknown id is a no-op."""
+        ...
+
+    def replace_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
+        """Replace the whole list of skipped ``(path, reason)`` pairs ; a repeated path keeps the last."""
+        ...
+
+    def prune(self) -> None:
+        """Drop vectors no chunk's content hash uses, and the oldest retired ids beyond the kept number."""
+        ...
+
+    def put_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        """Store one vector per content hash (replacing any there); every chunk with that hash shares it.
+
+        Kept as float32: a vector read back equals ``np.asarray(v, dtype=np.float32)``.
+        """
+        ...
+
+    def clear_vectors(self) -> None:
+        """Forget every vector and the :class:`EmbeddingRecord`, so the next pass embeds everything afresh."""
+        ...
+
+    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
+        """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``)."""
+        ...
+
+    def record_embedding(self, embedding: EmbeddingRecord) -> None:
+        """Record what made the vectors; a ``None`` field is recorded as unknown (read back as ``None``)."""
+        ...
+
+
+class Store(Protocol):
+    """The index as search and ingest see it.
+
+    Thread safety: any thread may call any method at any time. A read never sees half a transaction
+    (another thread's uncommitted writes are invisible) and does not wait for a writer. Transactions
+    are serialised: one at a time per process, and :class:`~kbseek.errors.IndexLocked` when another
+    process is writing the same index.
+
+    Rowids, document ids and chunk ids are the store's own; the only promise about their values is the one
+    written on :attr:`ChunkRow.rowid`.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the index lives, as a person would name it in a message (a file path, a database name)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The store is not used afterwards."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[StoreWriter]:
+        """One write transaction: committed when the block ends, rolled back on any exception
+        (``BaseException`` included, so an interrupted pass leaves nothing half-written).
+
+        Raises :class:`~kbseek.errors.IndexLocked` when another process is writing the same index.
+        """
+        ...
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def meta(self) -> IndexMeta:
+        """The facts about the whole index; an empty :class:`IndexMeta` for a new index."""
+        ...
+
+    # -- documents ---------------------------------------------------------------------------------
+
+    def counts(self) -> Counts:
+        """How many documents and chunks are indexed."""
+        ...
+
+    def document_states(self) -> dict[str, DocumentState]:
+        """What the index remembers of every document, keyed by path: the indexer's freshness check."""
+        ...
+
+    def document(self, path: str) -> DocumentRow | None:
+        """The document at ``path`` (exact, case-sensitive), or ``None`` when it is not indexed."""
+        ...
+
+    def documents(self) -> list[DocumentRow]:
+        """Every indexed document, sorted by path."""
+        ...
+
+    def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
+        """Indexed paths whose recorded size is at most ``max_bytes``, sorted (D8: no filesystem probe).
+
+        With ``among``, only those of its paths that qualify; paths in it that are not indexed are left out.
+        """
+        ...
+
+    def skipped(self) -> list[SkippedPath]:
+        """The files the last pass did not index, and why, sorted by path."""
+        ...
+
+    # -- chunks ------------------------------------------------------------------------------------
+
+    def chunk(self, chunk_id: str) -> ChunkRow | None:
+        """The chunk with this id, or ``None`` when no current chunk has it (see :meth:`retired`)."""
+        ...
+
+    def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The chunks with these rowids, keyed by rowid; a rowid that no longer exists is absent."""
+        ...
+
+    def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
+        """The document's chunks with ordinals ``first`` to ``last`` inclusive, in ordinal order."""
+        ...
+
+    def retired(self, chunk_id: str) -> RetiredChunk | None:
+        """Where a chunk id that no longer exists used to be; ``None`` for a current or never-seen id."""
+        ...
+
+    # -- lexical candidates ------------------------------------------------------------------------
+
+    def lexical_candidates(
+        self,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        path_prefix: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[int, float]]:
+        """Chunks whose lexical text holds any of ``terms``: at most ``limit`` ``(rowid, score)``, best first.
+
+        The score is BM25 (higher is better) with a heading match weighing more than a body match. Terms
+        are analyzed tokens and are matched literally: no character or word in them (quotes, ``*``,
+        ``-``, ``:``, ``AND``, ``NEAR`` …) is ever query syntax, and no term can make this raise (T7).
+        No terms: an empty list. The filters are those of :meth:`filtered_rowids`.
+        """
+        ...
+
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each term (heading or body); a term no chunk holds is absent."""
+        ...
+
+    def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
+        """Which of ``terms`` each of ``rowids`` holds in its stored lexical text (heading or body).
+
+        Every given rowid is a key; one that does not exist maps to an empty set.
+        """
+        ...
+
+    def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
+        """Rowids of the chunks passing the search filters, or ``None`` when there are no filters.
+
+        ``path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and ``_`` are
+        ordinary characters) except that ASCII letters match either case; ``tags`` keeps documents
+        carrying every one of them, compared without case.
+        """
+        ...
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    def embedded_count(self) -> int:
+        """How many chunks have a vector: what semantic search would cover with the model loaded."""
+        ...
+
+    def chunks_without_vectors(self) -> list[PendingChunk]:
+        """One entry per distinct content hash among chunks without a vector, sorted by content hash."""
+        ...
+
+    def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
+        """(rowids ascending, their float32 vectors in the same order) for every chunk that has one.
+
+        With no vectors the matrix has shape ``(0, dim)``.
+        """
+        ...
+
+    def vector_rowids(self) -> RowIds:
+        """Rowids of every chunk that has a vector, ascending."""
+        ...
+
+    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
+        """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
+        ...

@@ -1,0 +1,154 @@
+"""The writes of one SQLite transaction: :class:`SqliteWriter`, the ``StoreWriter`` of ``SqliteStore``.
+
+A writer exists only inside ``SqliteStore.transaction()`` and holds that transaction's connection, so
+every statement here runs inside it, and nothing outside ``kbseek.store`` ever holds a connection to
+write with. The lexical text arrives analyzed (``ChunkInput``): no text processing happens here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.schema import (
+    META_EMBED_DIM,
+    META_EMBED_MODEL,
+    META_EMBED_SCHEME,
+    META_EMBEDDING,
+    META_LAST_PASS_AT,
+    META_PARSE_VERSION,
+    RETIRED_CHUNKS_KEPT,
+)
+
+
+class SqliteWriter:
+    """Writes on the connection of one open transaction (see ``base.StoreWriter`` for the guarantees)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    # -- documents and chunks ----------------------------------------------------------------------
+
+    def write_document(self, document: DocumentInput, *, replaces: int | None) -> int:
+        conn = self._conn
+        now = time.time()
+        values = (
+            document.path, document.parser, document.size, document.chars, document.mtime_ns,
+            document.content_hash, document.title,
+            json.dumps(dict(document.frontmatter), ensure_ascii=False, default=str),
+            json.dumps(list(document.tags), ensure_ascii=False), document.date,
+            json.dumps(list(document.warnings), ensure_ascii=False), now,
+        )  # fmt: skip
+        if replaces is None:
+            cur = conn.execute(
+                "INSERT INTO documents(path, parser, size, chars, mtime_ns, content_hash, title, frontmatter,"
+                " tags, date, warnings, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                values,
+            )
+            doc_id = int(cur.lastrowid or 0)
+        else:
+            doc_id = replaces
+            self._retire_chunks(doc_id, now)
+            conn.execute(
+                "UPDATE documents SET path=?, parser=?, size=?, chars=?, mtime_ns=?, content_hash=?, title=?,"
+                " frontmatter=?, tags=?, date=?, warnings=?, indexed_at=? WHERE id=?",
+                (*values, doc_id),
+            )
+        self._insert_chunks(doc_id, document.chunks)
+        return doc_id
+
+    def _insert_chunks(self, doc_id: int, chunks: Sequence[ChunkInput]) -> None:
+        """The chunk rows and their FTS rows. The FTS rows hold the analyzed text exactly as given;
+        the lexical index holds display text (docs/decisions/0009), which ingest made."""
+        conn = self._conn
+        for entry in chunks:
+            c = entry.chunk
+            cur = conn.execute(
+                "INSERT INTO chunks(chunk_id, document_id, ordinal, start, end, line_start, line_end,"
+                " heading_path, text, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (c.chunk_id, doc_id, c.ordinal, c.start, c.end, c.line_start, c.line_end,
+                 json.dumps(list(c.heading_path), ensure_ascii=False), c.text, c.content_hash),
+            )  # fmt: skip
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
+                (cur.lastrowid, entry.lexical_heading, entry.lexical_body),
+            )
+            conn.execute("DELETE FROM retired_chunks WHERE chunk_id=?", (c.chunk_id,))
+
+    def _retire_chunks(self, doc_id: int, now: float) -> None:
+        conn = self._conn
+        conn.execute(
+            "INSERT OR REPLACE INTO retired_chunks(chunk_id, path, retired_at) "
+            "SELECT c.chunk_id, d.path, ? FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.document_id=?",
+            (now, doc_id),
+        )
+        conn.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE document_id=?)", (doc_id,)
+        )
+        conn.execute("DELETE FROM chunks WHERE document_id=?", (doc_id,))
+
+    def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
+        self._conn.execute(
+            "UPDATE documents SET size=?, mtime_ns=? WHERE id=?", (size, mtime_ns, document_id)
+        )
+
+    def delete_document(self, document_id: int) -> None:
+        self._retire_chunks(document_id, time.time())
+        self._conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
+
+    def replace_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
+        self._conn.execute("DELETE FROM skipped")
+        self._conn.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", list(skipped))
+
+    def prune(self) -> None:
+        self._conn.execute(
+            "DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
+        )
+        self._conn.execute(
+            "DELETE FROM retired_chunks WHERE chunk_id IN (SELECT chunk_id FROM retired_chunks "
+            "ORDER BY retired_at DESC LIMIT -1 OFFSET ?)",
+            (RETIRED_CHUNKS_KEPT,),
+        )
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    def put_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO embeddings(content_hash, vector) VALUES (?, ?)",
+            [(h, np.asarray(v, dtype="<f4").tobytes()) for h, v in vectors.items()],
+        )
+
+    def clear_vectors(self) -> None:
+        self._conn.execute("DELETE FROM embeddings")
+        marks = ",".join("?" * len(META_EMBEDDING))
+        self._conn.execute(f"DELETE FROM meta WHERE key IN ({marks})", META_EMBEDDING)
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
+        self._set_meta(META_LAST_PASS_AT, repr(finished_at))
+        self._set_meta(META_PARSE_VERSION, str(parse_version))
+
+    def record_embedding(self, embedding: EmbeddingRecord) -> None:
+        self._set_meta(META_EMBED_MODEL, embedding.model)
+        self._set_meta(META_EMBED_DIM, None if embedding.dim is None else str(embedding.dim))
+        self._set_meta(META_EMBED_SCHEME, embedding.scheme)
+
+    def _set_meta(self, key: str, value: str | None) -> None:
+        """``None`` removes the key, so that reading it back gives ``None`` again."""
+        if value is None:
+            self._conn.execute("DELETE FROM meta WHERE key=?", (key,))
+        else:
+            self._conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, value),
+            )

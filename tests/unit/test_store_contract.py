@@ -1,0 +1,562 @@
+"""The store contract: what every ``Store`` implementation guarantees (``kbseek.store.base``).
+
+Search and ingest rely on these guarantees and on nothing else, so a second backend (PostgreSQL,
+planned for teams) is ready when it passes this suite: add its factory to ``BACKENDS`` and every
+test here runs against it too. The tests write through the protocol only, with hand-made lexical
+text, which also pins that a store indexes the analyzed text it is given and analyzes nothing itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kbseek.store
+from kbseek.models import Chunk
+from kbseek.store.base import (
+    ChunkInput,
+    Counts,
+    DocumentInput,
+    EmbeddingRecord,
+    IndexMeta,
+    PendingChunk,
+    RetiredChunk,
+    SkippedPath,
+    Store,
+)
+from kbseek.store.sqlite import SqliteStore
+
+Opener = Callable[[], Store]
+"""Opens the same index each time it is called (so a test can close a store and look again)."""
+
+BACKENDS: dict[str, Callable[[Path], Opener]] = {
+    "sqlite": lambda tmp: lambda: SqliteStore(tmp / "index.sqlite"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    make: Callable[[Path], Opener] = BACKENDS[request.param]
+    return make(tmp_path)
+
+
+@pytest.fixture
+def store(opener: Opener) -> Iterator[Store]:
+    s = opener()
+    yield s
+    s.close()
+
+
+# -- building inputs ------------------------------------------------------------------------------
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def chunk(
+    path: str,
+    ordinal: int,
+    text: str,
+    *,
+    heading: tuple[str, ...] = ("Title",),
+    lexical: str | None = None,
+    lexical_heading: str | None = None,
+) -> ChunkInput:
+    """A chunk whose lexical text defaults to its lower-cased words (a stand-in for the analyzer)."""
+    start = ordinal * 100
+    c = Chunk(
+        chunk_id=f"{path}#{_hash(path + text)[:12]}", ordinal=ordinal, start=start, end=start + len(text),
+        heading_path=heading, text=text, content_hash=_hash(text)[:16], line_start=ordinal + 1,
+        line_end=ordinal + 1,
+    )  # fmt: skip
+    return ChunkInput(
+        chunk=c,
+        lexical_heading=" ".join(heading).lower() if lexical_heading is None else lexical_heading,
+        lexical_body=text.lower() if lexical is None else lexical,
+    )
+
+
+def document(
+    path: str,
+    *chunks: ChunkInput | str,
+    size: int = 100,
+    tags: tuple[str, ...] = (),
+    title: str = "Title",
+    content_hash: str | None = None,
+) -> DocumentInput:
+    """A document; a chunk given as a string becomes the next chunk of this document."""
+    built = tuple(
+        chunk(path, i, c) if isinstance(c, str) else c for i, c in enumerate(chunks)
+    )  # fmt: skip
+    return DocumentInput(
+        path=path, parser="md", size=size, mtime_ns=1_000, content_hash=content_hash or _hash(path),
+        chars=sum(len(c.chunk.text) for c in built), title=title, frontmatter={"title": title, "n": 1},
+        tags=tags, date="2026-03-01", warnings=("a warning",), chunks=built,
+    )  # fmt: skip
+
+
+def write(store: Store, *documents: DocumentInput) -> list[int]:
+    with store.transaction() as tx:
+        return [tx.write_document(d, replaces=None) for d in documents]
+
+
+def rowids_of(store: Store, *chunk_ids: str) -> list[int]:
+    rows = [store.chunk(cid) for cid in chunk_ids]
+    assert all(r is not None for r in rows)
+    return [r.rowid for r in rows if r is not None]
+
+
+# -- an empty index --------------------------------------------------------------------------------
+
+
+def test_a_new_store_is_empty_and_answers_every_read(store: Store) -> None:
+    assert store.counts() == Counts(0, 0) == (0, 0)
+    assert store.meta() == IndexMeta()
+    assert store.documents() == [] and store.document_states() == {} and store.skipped() == []
+    assert store.document("a.md") is None and store.chunk("nope") is None and store.retired("nope") is None
+    assert store.lexical_candidates(["anything"], limit=10) == []
+    assert store.embedded_count() == 0 and store.chunks_without_vectors() == []
+    ids, matrix = store.chunk_vectors(4)
+    assert ids.dtype == np.int64 and ids.shape == (0,)
+    assert matrix.dtype == np.float32 and matrix.shape == (0, 4)
+    assert store.vector_rowids().shape == (0,)
+    assert store.vectors_for_rowids([1, 2], 4)[1].shape == (0, 4)
+    assert isinstance(store.location, str) and store.location
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+
+def test_a_transaction_is_committed_when_its_block_ends_and_outlives_the_store(opener: Opener) -> None:
+    first = opener()
+    write(first, document("a.md", "alpha"))
+    assert first.counts() == (1, 1)
+    first.close()
+    again = opener()
+    try:
+        assert again.counts() == (1, 1) and again.document("a.md") is not None
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+def test_an_exception_rolls_back_the_whole_transaction(store: Store, error: type[BaseException]) -> None:
+    write(store, document("kept.md", "kept"))
+    with pytest.raises(error), store.transaction() as tx:
+        tx.write_document(document("lost.md", "lost"), replaces=None)
+        tx.record_pass(finished_at=1.0, parse_version=1)
+        raise error()
+    assert [d.path for d in store.documents()] == ["kept.md"]
+    assert store.counts() == (1, 1) and store.meta() == IndexMeta()
+    write(store, document("next.md", "next"))  # the store is still usable
+    assert store.counts() == (2, 2)
+
+
+def test_a_read_on_another_thread_never_sees_an_open_transaction(store: Store) -> None:
+    seen: list[Counts] = []
+
+    def look() -> None:
+        seen.append(store.counts())
+
+    with store.transaction() as tx:
+        tx.write_document(document("a.md", "alpha"), replaces=None)
+        reader = threading.Thread(target=look)
+        reader.start()
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "a read waited for the writer"
+    look()
+    assert seen == [(0, 0), (1, 1)]
+
+
+# -- meta ------------------------------------------------------------------------------------------
+
+
+def test_meta_reads_back_typed_facts(opener: Opener) -> None:
+    store = opener()
+    with store.transaction() as tx:
+        tx.record_pass(finished_at=1_700_000_000.25, parse_version=7)
+        tx.record_embedding(EmbeddingRecord(model="model:1", dim=4, scheme="scheme-a"))
+    expected = IndexMeta(
+        last_pass_at=1_700_000_000.25, parse_version=7, embedding=EmbeddingRecord("model:1", 4, "scheme-a")
+    )
+    assert store.meta() == expected
+    store.close()
+    store = opener()
+    try:
+        assert store.meta() == expected
+    finally:
+        store.close()
+
+
+def test_an_unknown_embedding_field_is_recorded_as_unknown(store: Store) -> None:
+    with store.transaction() as tx:
+        tx.record_embedding(EmbeddingRecord(model="model:1", dim=4, scheme="scheme-a"))
+    with store.transaction() as tx:
+        tx.record_embedding(EmbeddingRecord(model="model:1", dim=None, scheme=None))
+    assert store.meta().embedding == EmbeddingRecord("model:1", None, None)
+
+
+def test_clearing_vectors_forgets_what_made_them_and_nothing_else(store: Store) -> None:
+    write(store, document("a.md", "alpha"))
+    (pending,) = store.chunks_without_vectors()
+    with store.transaction() as tx:
+        tx.put_vectors({pending.content_hash: np.ones(4, dtype=np.float32) / 2})
+        tx.record_embedding(EmbeddingRecord("model:1", 4, "scheme-a"))
+        tx.record_pass(finished_at=5.0, parse_version=3)
+    with store.transaction() as tx:
+        tx.clear_vectors()
+    assert store.meta() == IndexMeta(last_pass_at=5.0, parse_version=3, embedding=None)
+    assert store.embedded_count() == 0 and store.chunks_without_vectors() == [pending]
+
+
+# -- documents -------------------------------------------------------------------------------------
+
+
+def test_a_document_reads_back_as_written(store: Store) -> None:
+    (doc_id,) = write(store, document("notes/a.md", "alpha", "beta", size=42, tags=("Deploy", "ops")))
+    row = store.document("notes/a.md")
+    assert row is not None
+    assert (row.id, row.path, row.parser, row.size, row.chars) == (doc_id, "notes/a.md", "md", 42, 9)
+    assert (row.title, row.tags, row.date) == ("Title", ("Deploy", "ops"), "2026-03-01")
+    assert row.frontmatter == {"title": "Title", "n": 1} and row.warnings == ("a warning",)
+    assert isinstance(row.indexed_at, float)
+    state = store.document_states()["notes/a.md"]
+    assert (state.id, state.size, state.mtime_ns, state.parser) == (doc_id, 42, 1_000, "md")
+    assert state.content_hash == _hash("notes/a.md")
+    assert store.counts() == (1, 2)
+
+
+def test_a_document_is_found_by_its_exact_path_only(store: Store) -> None:
+    write(store, document("notes/a.md", "alpha"))
+    assert store.document("notes/A.md") is None and store.document("notes/a") is None
+    assert store.document("/notes/a.md") is None
+
+
+def test_documents_and_skipped_files_are_sorted_by_path(store: Store) -> None:
+    write(store, document("b.md", "b"), document("a/z.md", "z"), document("a.md", "a"))
+    assert [d.path for d in store.documents()] == ["a.md", "a/z.md", "b.md"]
+    assert set(store.document_states()) == {"a.md", "a/z.md", "b.md"}
+    with store.transaction() as tx:
+        tx.replace_skipped([("z.bin", "binary"), ("c.md", "too big"), ("c.md", "not UTF-8")])
+    assert store.skipped() == [SkippedPath("c.md", "not UTF-8"), SkippedPath("z.bin", "binary")]
+    with store.transaction() as tx:
+        tx.replace_skipped([("d.md", "gone")])
+    assert store.skipped() == [("d.md", "gone")]
+
+
+def test_paths_within_size_use_the_recorded_size(store: Store) -> None:
+    write(
+        store, document("c.md", "c", size=30), document("a.md", "a", size=10), document("b.md", "b", size=20)
+    )
+    assert store.paths_within_size(20) == ["a.md", "b.md"]
+    assert store.paths_within_size(20, among={"c.md", "b.md", "never.md"}) == ["b.md"]
+    assert store.paths_within_size(100, among=[]) == []
+    many = [f"x{i}.md" for i in range(1_200)]  # more than one batch of ids in a backend that batches
+    assert store.paths_within_size(100, among=[*many, "a.md"]) == ["a.md"]
+
+
+def test_touching_a_document_changes_only_its_size_and_mtime(store: Store) -> None:
+    (doc_id,) = write(store, document("a.md", "alpha"))
+    before = store.chunk(chunk("a.md", 0, "alpha").chunk.chunk_id)
+    with store.transaction() as tx:
+        tx.touch_document(doc_id, 77, 9_999)
+    state = store.document_states()["a.md"]
+    assert (state.size, state.mtime_ns, state.content_hash) == (77, 9_999, _hash("a.md"))
+    assert store.chunk(chunk("a.md", 0, "alpha").chunk.chunk_id) == before
+
+
+def test_replacing_a_document_keeps_its_id_and_retires_its_old_chunks(store: Store) -> None:
+    old = chunk("old.md", 0, "first text")
+    (doc_id,) = write(store, document("old.md", old, "second text"))
+    old_rowids = rowids_of(store, old.chunk.chunk_id)
+    new = chunk("new.md", 0, "renamed and edited")
+    with store.transaction() as tx:
+        assert tx.write_document(document("new.md", new), replaces=doc_id) == doc_id
+    assert store.document("old.md") is None
+    assert [d.path for d in store.documents()] == ["new.md"] and store.counts() == (1, 1)
+    assert store.chunk(old.chunk.chunk_id) is None
+    retired = store.retired(old.chunk.chunk_id)
+    assert retired is not None and retired == RetiredChunk("old.md", retired.retired_at)
+    assert store.retired(new.chunk.chunk_id) is None
+    row = store.chunk(new.chunk.chunk_id)
+    assert row is not None and row.document_id == doc_id and row.rowid > max(old_rowids)
+
+
+def test_a_chunk_id_written_again_is_no_longer_retired(store: Store) -> None:
+    a = chunk("a.md", 0, "same text")
+    (doc_id,) = write(store, document("a.md", a))
+    with store.transaction() as tx:
+        tx.write_document(document("a.md", "other text"), replaces=doc_id)
+    assert store.retired(a.chunk.chunk_id) is not None
+    with store.transaction() as tx:
+        tx.write_document(document("a.md", a), replaces=doc_id)
+    assert store.retired(a.chunk.chunk_id) is None and store.chunk(a.chunk.chunk_id) is not None
+
+
+def test_deleting_a_document_removes_its_chunks_and_retires_their_ids(store: Store) -> None:
+    a = chunk("a.md", 0, "alpha")
+    doc_a, _ = write(store, document("a.md", a), document("b.md", "beta"))
+    with store.transaction() as tx:
+        tx.delete_document(doc_a)
+        tx.delete_document(987_654)  # unknown: nothing happens
+    assert store.document("a.md") is None and store.counts() == (1, 1)
+    assert store.chunk(a.chunk.chunk_id) is None
+    retired = store.retired(a.chunk.chunk_id)
+    assert retired is not None and retired.path == "a.md"
+    assert store.lexical_candidates(["alpha"], limit=5) == []
+
+
+def test_a_rowid_is_never_reused_even_after_the_highest_is_deleted(store: Store) -> None:
+    last = chunk("z.md", 0, "the last chunk")
+    _, doc_z = write(store, document("a.md", "first"), document("z.md", last))
+    (highest,) = rowids_of(store, last.chunk.chunk_id)
+    with store.transaction() as tx:
+        tx.delete_document(doc_z)
+    fresh = chunk("y.md", 0, "a fresh chunk")
+    write(store, document("y.md", fresh))
+    assert rowids_of(store, fresh.chunk.chunk_id)[0] > highest
+
+
+# -- chunks ----------------------------------------------------------------------------------------
+
+
+def test_a_chunk_carries_its_documents_fields(store: Store) -> None:
+    c = chunk("notes/a.md", 0, "alpha text", heading=("Notes", "Alpha"))
+    write(store, document("notes/a.md", c, tags=("ops",), title="Notes"))
+    row = store.chunk(c.chunk.chunk_id)
+    assert row is not None
+    assert (row.chunk_id, row.path, row.title, row.tags, row.parser) == (
+        c.chunk.chunk_id, "notes/a.md", "Notes", ("ops",), "md",
+    )  # fmt: skip
+    assert (row.ordinal, row.start, row.end, row.line_start, row.line_end) == (0, 0, 10, 1, 1)
+    assert (row.heading_path, row.text, row.content_hash) == (
+        ("Notes", "Alpha"),
+        "alpha text",
+        c.chunk.content_hash,
+    )
+
+
+def test_chunks_by_rowid_leave_out_rowids_that_do_not_exist(store: Store) -> None:
+    a, b = chunk("a.md", 0, "alpha"), chunk("a.md", 1, "beta")
+    write(store, document("a.md", a, b))
+    ra, rb = rowids_of(store, a.chunk.chunk_id, b.chunk.chunk_id)
+    got = store.chunks_by_rowid([rb, 999_999, ra])
+    assert set(got) == {ra, rb} and got[ra].chunk_id == a.chunk.chunk_id
+    assert store.chunks_by_rowid([]) == {}
+    assert set(store.chunks_by_rowid(list(range(1, 1_300)))) == {ra, rb}
+
+
+def test_neighbours_are_the_documents_own_chunks_in_ordinal_order(store: Store) -> None:
+    doc_a, _ = write(store, document("a.md", "c0", "c1", "c2", "c3"), document("b.md", "b0", "b1"))
+    assert [r.ordinal for r in store.neighbours(doc_a, 1, 2)] == [1, 2]
+    assert [r.text for r in store.neighbours(doc_a, -5, 99)] == ["c0", "c1", "c2", "c3"]
+    assert store.neighbours(doc_a, 7, 9) == []
+
+
+# -- lexical candidates ----------------------------------------------------------------------------
+
+
+def test_chunks_holding_more_of_the_terms_rank_first(store: Store) -> None:
+    both, one = chunk("a.md", 0, "alpha beta filler"), chunk("b.md", 0, "alpha filler words")
+    write(store, document("a.md", both), document("b.md", one), document("c.md", "gamma filler words"))
+    hits = store.lexical_candidates(["alpha", "beta"], limit=10)
+    assert [r for r, _ in hits] == rowids_of(store, both.chunk.chunk_id, one.chunk.chunk_id)
+    assert hits[0][1] > hits[1][1]
+
+
+def test_a_heading_match_weighs_more_than_a_body_match(store: Store) -> None:
+    in_heading = chunk("a.md", 0, "one two three", heading=("Zeta",))
+    in_body = chunk("b.md", 0, "zeta two three", heading=("Omega",))
+    write(store, document("a.md", in_heading), document("b.md", in_body))
+    hits = store.lexical_candidates(["zeta"], limit=10)
+    assert [r for r, _ in hits] == rowids_of(store, in_heading.chunk.chunk_id, in_body.chunk.chunk_id)
+
+
+def test_the_store_indexes_the_lexical_text_it_is_given_not_the_chunk_text(store: Store) -> None:
+    c = chunk("a.md", 0, "The Cats are here", lexical="猫 here", lexical_heading="title")
+    write(store, document("a.md", c))
+    assert [r for r, _ in store.lexical_candidates(["猫"], limit=5)] == rowids_of(store, c.chunk.chunk_id)
+    assert store.lexical_candidates(["cats"], limit=5) == []
+    assert store.lexical_candidates(["The"], limit=5) == []
+
+
+def test_candidates_stop_at_the_limit_and_no_terms_find_nothing(store: Store) -> None:
+    write(store, *(document(f"{i}.md", f"common word {i}") for i in range(8)))
+    assert len(store.lexical_candidates(["common"], limit=3)) == 3
+    assert store.lexical_candidates([], limit=3) == []
+
+
+@pytest.mark.parametrize(
+    "term", ['"', '""', "*", "-", ":", "x:y", "(", ")", "^", "+", "AND", "OR", "NOT", "NEAR", "NEAR(", "a'b"]
+)
+def test_a_term_is_never_query_syntax(store: Store, term: str) -> None:
+    c = chunk("a.md", 0, "x", lexical="and or not near plain")
+    write(store, document("a.md", c))
+    assert isinstance(store.lexical_candidates([term], limit=5), list)
+    assert isinstance(store.lexical_candidates(["plain", term], limit=5), list)
+
+
+@pytest.mark.parametrize("word", ["and", "or", "not", "near"])
+def test_an_operator_word_is_searched_as_a_word(store: Store, word: str) -> None:
+    c = chunk("a.md", 0, "x", lexical="and or not near plain")
+    write(store, document("a.md", c), document("b.md", "other text"))
+    assert [r for r, _ in store.lexical_candidates([word], limit=5)] == rowids_of(store, c.chunk.chunk_id)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(st.characters(codec="utf-8"), min_size=1, max_size=12), max_size=6))
+def test_no_terms_can_make_the_lexical_engine_raise(store: Store, terms: list[str]) -> None:
+    if not store.counts().documents:
+        write(store, document("a.md", "plain text with AND or NEAR words"))
+    assert isinstance(store.lexical_candidates(terms, limit=5), list)
+    assert isinstance(store.document_frequencies(terms), dict)
+
+
+def test_the_path_prefix_is_literal_except_for_ascii_case(store: Store) -> None:
+    write(
+        store, document("a_b/x.md", "word"), document("axb/y.md", "word"), document("100%/z.md", "word"),
+        document("100x/w.md", "word"), document("Notes/n.md", "word"),
+    )  # fmt: skip
+    by_rowid = {r: c.path for r, c in store.chunks_by_rowid(list(range(1, 100))).items()}
+
+    def paths(prefix: str) -> set[str]:
+        found = {by_rowid[r] for r, _ in store.lexical_candidates(["word"], limit=10, path_prefix=prefix)}
+        allowed = store.filtered_rowids(prefix, ())
+        assert allowed is not None and {by_rowid[r] for r in allowed} == found
+        return found
+
+    assert paths("a_b/") == {"a_b/x.md"}
+    assert paths("100%/") == {"100%/z.md"}
+    assert paths("A_B/") == {"a_b/x.md"} and paths("notes/") == {"Notes/n.md"}
+    assert paths("zzz") == set()
+
+
+def test_tags_filter_without_case_and_require_every_tag(store: Store) -> None:
+    write(
+        store, document("a.md", "word", tags=("Deploy", "ops")), document("b.md", "word", tags=("deploy",)),
+        document("c.md", "word"),
+    )  # fmt: skip
+
+    def paths(tags: tuple[str, ...]) -> set[str]:
+        hits = store.lexical_candidates(["word"], limit=10, tags=tags)
+        return {c.path for c in store.chunks_by_rowid([r for r, _ in hits]).values()}
+
+    assert paths(("DEPLOY",)) == {"a.md", "b.md"}
+    assert paths(("deploy", "OPS")) == {"a.md"}
+    assert paths(("missing",)) == set()
+    allowed = store.filtered_rowids(None, ("ops",))
+    assert allowed is not None and {c.path for c in store.chunks_by_rowid(sorted(allowed)).values()} == {
+        "a.md"
+    }
+
+
+def test_no_filters_mean_no_allowed_set(store: Store) -> None:
+    assert store.filtered_rowids(None, ()) is None
+    assert store.filtered_rowids("", ()) is None
+
+
+def test_document_frequencies_count_chunks_holding_each_term(store: Store) -> None:
+    write(
+        store, document("a.md", chunk("a.md", 0, "alpha alpha beta"), chunk("a.md", 1, "alpha")),
+        document("b.md", chunk("b.md", 0, "gamma", heading=("Beta",))),
+    )  # fmt: skip
+    assert store.document_frequencies(["alpha", "beta", "absent"]) == {"alpha": 2, "beta": 2}
+    assert store.document_frequencies([]) == {}
+
+
+def test_each_rowid_reports_the_terms_it_holds_in_heading_or_body(store: Store) -> None:
+    c = chunk("a.md", 0, "the quokka sleeps", heading=("Zebra",))
+    write(store, document("a.md", c))
+    (rowid,) = rowids_of(store, c.chunk.chunk_id)
+    matched = store.rows_matching_each_term(["zebra", "quokka", "absent"], [rowid, 424_242])
+    assert matched == {rowid: {"zebra", "quokka"}, 424_242: set()}
+
+
+# -- vectors ---------------------------------------------------------------------------------------
+
+
+def _unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def test_vectors_are_kept_per_content_and_shared_by_equal_chunks(store: Store) -> None:
+    a, twin = chunk("a.md", 0, "shared text"), chunk("b.md", 0, "shared text")
+    other = chunk("c.md", 0, "other text")
+    write(store, document("a.md", a), document("b.md", twin), document("c.md", other))
+    assert a.chunk.content_hash == twin.chunk.content_hash
+    pending = store.chunks_without_vectors()
+    assert sorted(pending) == pending and len(pending) == 2
+    assert PendingChunk(a.chunk.content_hash, ("Title",), "shared text") in pending
+
+    vector = _unit(1, 2, 3, 4)  # float64 in, float32 kept
+    with store.transaction() as tx:
+        tx.put_vectors({a.chunk.content_hash: vector})
+    assert store.embedded_count() == 2
+    assert [p.content_hash for p in store.chunks_without_vectors()] == [other.chunk.content_hash]
+    ids, matrix = store.chunk_vectors(4)
+    assert list(ids) == sorted(rowids_of(store, a.chunk.chunk_id, twin.chunk.chunk_id))
+    assert matrix.dtype == np.float32
+    assert np.array_equal(matrix, np.vstack([vector, vector]).astype(np.float32))
+    assert np.array_equal(store.vector_rowids(), ids)
+
+
+def test_vectors_for_rowids_are_the_requested_ones_with_a_vector_ascending(store: Store) -> None:
+    cs = [chunk("a.md", i, f"text number {i}") for i in range(4)]
+    write(store, document("a.md", *cs))
+    rows = rowids_of(store, *(c.chunk.chunk_id for c in cs))
+    with store.transaction() as tx:
+        tx.put_vectors({c.chunk.content_hash: _unit(i + 1, 1, 0) for i, c in enumerate(cs[:3])})
+    ids, matrix = store.vectors_for_rowids([rows[2], 999_999, rows[3], rows[0]], 3)
+    assert list(ids) == [rows[0], rows[2]]
+    assert np.array_equal(matrix, np.vstack([_unit(1, 1, 0), _unit(3, 1, 0)]).astype(np.float32))
+    assert store.vectors_for_rowids([], 3)[1].shape == (0, 3)
+
+
+def test_a_vector_put_again_replaces_the_old_one(store: Store) -> None:
+    write(store, document("a.md", "alpha"))
+    (pending,) = store.chunks_without_vectors()
+    for v in (_unit(1, 0), _unit(0, 1)):
+        with store.transaction() as tx:
+            tx.put_vectors({pending.content_hash: v})
+    assert np.array_equal(store.chunk_vectors(2)[1], _unit(0, 1)[None, :].astype(np.float32))
+
+
+def test_pruning_drops_vectors_no_chunk_uses(store: Store) -> None:
+    c = chunk("a.md", 0, "alpha")
+    (doc_id,) = write(store, document("a.md", c))
+    with store.transaction() as tx:
+        tx.put_vectors({c.chunk.content_hash: _unit(1, 0)})
+        tx.delete_document(doc_id)
+    with store.transaction() as tx:
+        tx.prune()
+    write(store, document("a.md", c))
+    assert store.embedded_count() == 0
+    assert [p.content_hash for p in store.chunks_without_vectors()] == [c.chunk.content_hash]
+
+
+# -- what a store is made of -----------------------------------------------------------------------
+
+
+def test_the_store_imports_no_text_processing() -> None:
+    """The store receives analyzed text and holds no text processing of its own, so every backend
+    indexes exactly what the one analyzer made (T7), and nothing below search reaches up into it."""
+    forbidden = ("kbseek.text", "kbseek.ingest", "kbseek.search")
+    found: list[str] = []
+    for path in sorted(Path(kbseek.store.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )  # fmt: skip
+            found += [f"{path.name}: {n}" for n in names if n.startswith(forbidden)]
+    assert found == []
