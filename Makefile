@@ -1,5 +1,5 @@
 # The two ways in: `make demo` and `make test`. Both create ./.venv on first use.
-# `make check` is the fast loop while working: lint and the tests that need no model, browser or npm.
+# `make check` is the fast loop while working: lint, types and the tests that need no model, browser or npm.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -52,17 +52,19 @@ wheel-smoke: $(DEV_STAMP)
 test: $(DEV_STAMP) browser $(CONFORMANCE)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
 	$(MAKE) --no-print-directory wheel-smoke
 	$(BIN)/pytest
 
-# The fast loop (under a minute on 2 cores): lint, then every test but those that load the real
-# embedding model (marked slow), drive Chromium, or run the MCP conformance suite; the wheel smoke
-# test is left to `make test`, which still runs everything.
+# The fast loop (under a minute on 2 cores): lint, strict mypy on the package (config in pyproject.toml),
+# then every test but those that load the real embedding model (marked slow), drive Chromium, or run the
+# MCP conformance suite; the wheel smoke test is left to `make test`, which still runs everything.
 FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py
 
 check: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/pytest -q $(FAST_TESTS)
 
 format: $(DEV_STAMP)

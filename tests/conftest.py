@@ -2,6 +2,10 @@
 
 The fixture keeps its historical name ``core`` (and the factory ``make_core``): both give a
 :class:`~kbseek.KnowledgeBase`, lexical-only and checking freshness on every call unless told otherwise.
+
+Semantic behaviour is tested with :class:`tests.fakes.FakeEmbedder` (pass ``embedder=`` or use the
+``fake_model`` fixture for code that builds its own, like the CLI); only tests marked ``slow`` may load
+the real model, and a fast test that does fails, so ``make check`` stays fast without anyone timing it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.embed.base import EmbedderSpec
+from kbseek.embed.local import LocalEmbedder
+from tests.fakes import FakeEmbedder
 
 NOTES: dict[str, str] = {
     "runbooks/deploy.md": """---
@@ -78,6 +85,51 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if key.startswith("KBSEEK_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def real_model_only_when_slow(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """A fast test that loads a real model would make `make check` slow without saying why: fail it.
+
+    A test of the model itself is marked ``slow``; every other test uses :class:`FakeEmbedder`.
+    """
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    loaded: list[str] = []
+    loaded_model = LocalEmbedder._loaded_model  # every in-process provider gets its model here
+
+    def recording(self: LocalEmbedder[Any]) -> Any:
+        was_loaded = self.loaded
+        model = loaded_model(self)
+        if not was_loaded:
+            loaded.append(self.model_id)
+        return model
+
+    monkeypatch.setattr(LocalEmbedder, "_loaded_model", recording)
+    yield
+    if loaded:
+        pytest.fail(f"a test not marked slow loaded the real model {loaded[0]}: use tests.fakes.FakeEmbedder")
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> list[FakeEmbedder]:
+    """Code that builds its own embedder from the config (the CLI, doctor) gets a fresh FakeEmbedder.
+
+    Every one has the same model id, as separate runs of one real model would; the list holds them
+    in the order they were made, for a test that wants to look at what was asked of them.
+    """
+    made: list[FakeEmbedder] = []
+
+    def make_fake(spec: EmbedderSpec) -> FakeEmbedder:
+        made.append(FakeEmbedder())
+        return made[-1]
+
+    monkeypatch.setattr("kbseek.kb.make_embedder", make_fake)
+    monkeypatch.setattr("kbseek.doctor.make_embedder", make_fake)
+    return made
 
 
 def write_notes(root: Path, notes: dict[str, str]) -> None:

@@ -18,14 +18,15 @@ from typing import Any
 import click
 
 from kbseek import IndexReport, KnowledgeBase, __version__, render
+from kbseek.cli_errors import KbseekGroup, note_verbosity
 from kbseek.config import find_config
-from kbseek.errors import KbError
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 from kbseek.words import counted
 
 
 def _configure_logging(verbose: int) -> None:
+    note_verbosity(verbose)  # a bug report shows the traceback with -v
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(
         stream=sys.stderr, level=level, format="kbseek: %(levelname)s %(message)s", force=True
@@ -57,30 +58,28 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:  # fmt: skip
         _configure_logging(verbose)
-        try:
-            knowledge_base = KnowledgeBase(
-                kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
-                semantic=False if lexical_only else None, read_only=getattr(fn, "reads_only", False),
-            )  # fmt: skip
-        except KbError as exc:
-            raise click.ClickException(str(exc)) from exc
-        try:
+        knowledge_base = KnowledgeBase(
+            kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
+            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY,
+        )  # fmt: skip
+        try:  # an error escaping the command is answered by KbseekGroup, from the error table
             return fn(knowledge_base, **kwargs)
-        except KbError as exc:
-            raise click.ClickException(str(exc)) from exc
         finally:
             knowledge_base.close()
 
     return wrapper
 
 
+_READS_ONLY: set[Callable[..., Any]] = set()
+
+
 def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a command that only looks (status, get): it creates no index folder in the notes."""
-    fn.reads_only = True  # type: ignore[attr-defined]
+    _READS_ONLY.add(fn)
     return fn
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KbseekGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kbseek")
 def cli() -> None:
     """Semantic search over a Markdown knowledge base, served to AI agents over MCP.

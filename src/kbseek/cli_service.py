@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import click
 
+from kbseek.cli_errors import refused
 from kbseek.config import SettingsSource, find_config
 from kbseek.errors import KbError
 from kbseek.service import (
@@ -54,11 +55,12 @@ def _manager_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _resolve(manager: str | None, unit_dir: Path | None) -> tuple[Manager, Path, bool]:
-    """The manager, the unit folder, and whether that folder is the one the service manager reads."""
-    try:
-        chosen = cast(Manager, manager) if manager is not None else default_manager()
-    except ServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    """The manager, the unit folder, and whether that folder is the one the service manager reads.
+
+    A :class:`ServiceError` here and below is left to the command group, which answers it from the
+    error table; only a bad ``--name`` is caught, to say it as a usage error of that option.
+    """
+    chosen = cast(Manager, manager) if manager is not None else default_manager()
     default = default_unit_dir(chosen, Path.home())
     folder = unit_dir.expanduser().absolute() if unit_dir is not None else default
     return chosen, folder, folder == default
@@ -126,17 +128,14 @@ def install(
     try:  # a unit whose config does not parse would only restart and fail, over and over
         SettingsSource(cfg, root=kb, index_dir=idx).load()
     except KbError as exc:
-        raise click.ClickException(f"{exc}; fix that first (`kbseek doctor` checks the setup)") from exc
+        raise refused(exc, f"{exc}; fix that first (`kbseek doctor` checks the setup)") from exc
     service_name = _name_for(name, kb)
     assert service_name is not None
-    try:
-        spec = ServiceSpec(service_name, find_program(), kb, port, config=cfg, index_dir=idx)
-        if print_only:
-            click.echo(render_unit(chosen, spec, Path.home()).decode("utf-8"), nl=False)
-            return
-        path, replaced = write_unit(chosen, spec, folder, Path.home())
-    except ServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    spec = ServiceSpec(service_name, find_program(), kb, port, config=cfg, index_dir=idx)
+    if print_only:
+        click.echo(render_unit(chosen, spec, Path.home()).decode("utf-8"), nl=False)
+        return
+    path, replaced = write_unit(chosen, spec, folder, Path.home())
     click.echo(f"{'updated' if replaced else 'wrote'} {path}")
     click.echo(f"  runs:   {shlex.join(spec.arguments())}")
     if cfg is not None and config is None:
@@ -171,10 +170,7 @@ def uninstall(kb: Path | None, name: str | None, manager: str | None, unit_dir: 
         raise click.UsageError(
             f"say which service to remove with --name NAME or --kb PATH (installed: {names})"
         )
-    try:
-        removed = remove_unit(chosen, service_name, folder)
-    except ServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    removed = remove_unit(chosen, service_name, folder)
     for path in removed:
         click.echo(f"removed {path}")
     click.echo(f"If it is still running, stop it: {stop_after_uninstall(chosen, service_name)}")
@@ -192,14 +188,11 @@ def status(
     """Say whether a kbseek service is installed, what it runs, and (when it can be asked) whether it runs."""
     chosen, folder, real = _resolve(manager, unit_dir)
     service_name = _name_for(name, kb)
-    try:
-        if service_name is not None:
-            found = read_unit(chosen, folder / unit_filename(chosen, service_name))
-            units = [found] if found is not None else []
-        else:
-            units = installed_units(chosen, folder) if folder.is_dir() else []
-    except ServiceError as exc:
-        raise click.ClickException(str(exc)) from exc
+    if service_name is not None:
+        found = read_unit(chosen, folder / unit_filename(chosen, service_name))
+        units = [found] if found is not None else []
+    else:
+        units = installed_units(chosen, folder) if folder.is_dir() else []
     # The service manager only knows units in its own folder; a --unit-dir elsewhere is just files.
     states = {u.name: live_state(chosen, u.name) if real else None for u in units}
     if as_json:

@@ -252,9 +252,8 @@ def check_writer_lock(index_dir: Path, proc: Path = Path("/proc")) -> CheckResul
     if not lock.path.is_file():
         return CheckResult("writer lock", "ok", "free (no indexing pass has run here yet)")
     note = lock.holder()
-    readable, held, pid = _flock_holder(lock.path, proc)
-    if not readable:
-        held = _probe_lock(lock.path)
+    readable, flocked, pid = _flock_holder(lock.path, proc)
+    held = flocked if readable else _probe_lock(lock.path)
     if held is None:
         return CheckResult(
             "writer lock", "skip", f"cannot tell on this system; the lock file says: {note or 'nothing'}"

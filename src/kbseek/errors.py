@@ -1,12 +1,19 @@
-"""Every error kbseek raises on purpose.
+"""Every error kbseek raises on purpose, in two families that never mix.
 
-::
+A **refusal** is a :class:`KbError`: the request or the setup is wrong, and the message says what
+was wrong and what to do next, because the reader is often an agent that can only act on the words
+it is given::
 
     KbError
-    ├── ConfigError            bad config file, unknown key, bad value
+    ├── InvalidArgument        an argument that cannot be used as given (empty, not a number, a bad date)
+    │   └── BadResourceUri         a kb:// URI that cannot name anything kbseek offers
+    ├── TopicNotFound          a kb://topic/ URI naming a folder with no servable document
+    ├── ConfigError            bad config file, unknown key, bad value, missing knowledge-base folder
     ├── IndexIncompatible      index built by another schema or embedding model
     ├── IndexLocked            another process is writing the same index
+    ├── IndexReadOnly          a knowledge base opened to read only was asked to index
     ├── EmbedderUnavailable    the embedding model cannot be loaded or reached
+    ├── ServiceError           a background service cannot be written, found or removed as asked
     └── DocumentRefused        the one document guard said no (D5)
         ├── PathOutsideRoot        traversal, or a path that resolves outside the root
         ├── DocumentNotFound       nothing at that path
@@ -17,15 +24,31 @@
         ├── NotText                not decodable as the parser's text
         └── NotServable            a resource read of a path the server does not offer (D3)
 
-Messages say what was wrong and what to do next, because the reader is often
-an agent that can only act on the words it is given.
+A **bug** is anything else: :class:`KbBug` when kbseek notices it broke one of its own rules, and
+every exception that is not a ``KbError``. A bug is never the caller's fault, so no surface reports
+it as a refusal: the caller is told it is a bug in kbseek, and the traceback goes to the log.
+
+How each surface (MCP tools, resources and prompts, the web API, the CLI) answers each class is
+one table, :data:`kbseek.server.errors.TABLE`; this module holds no protocol codes.
 """
 
 from __future__ import annotations
 
 
 class KbError(Exception):
-    """Base of every error kbseek raises deliberately."""
+    """Base of every refusal: the request or the setup is wrong, and the message says how to fix it."""
+
+
+class InvalidArgument(KbError, ValueError):
+    """An argument a caller passed cannot be used as given; the message names it and what it takes."""
+
+
+class BadResourceUri(InvalidArgument):
+    """A ``kb://`` URI that cannot name anything kbseek offers; the message says why."""
+
+
+class TopicNotFound(KbError, LookupError):
+    """A ``kb://topic/`` URI naming a folder that holds no servable document."""
 
 
 class ConfigError(KbError, ValueError):
@@ -40,8 +63,16 @@ class IndexLocked(KbError):
     """Another kbseek process holds the writer lock on this index."""
 
 
+class IndexReadOnly(KbError):
+    """A knowledge base opened to read only (``kbseek status``, ``kbseek get``) was asked to write its index."""
+
+
 class EmbedderUnavailable(KbError):
     """The configured embedding model cannot be loaded or reached."""
+
+
+class ServiceError(KbError):
+    """A service cannot be written, found or removed as asked; the message says what to do instead."""
 
 
 class DocumentRefused(KbError):
@@ -82,3 +113,12 @@ class NotText(DocumentRefused):
 
 class NotServable(DocumentRefused):
     """A resource read of a document outside the servable set (not indexed, format disabled, over the cap)."""
+
+
+class KbBug(Exception):
+    """kbseek broke one of its own rules: a bug to report, never a refusal of the caller's input.
+
+    Deliberately not a :class:`KbError`, so no ``except KbError`` (which turns a refusal into a
+    message for the caller) can swallow it. Any other exception escaping kbseek is a bug too;
+    this class only lets kbseek say so where it notices.
+    """

@@ -15,11 +15,12 @@ from dataclasses import replace
 from kbseek import shaping
 from kbseek.catalog import Catalog
 from kbseek.embed.base import Embedder
+from kbseek.errors import EmbedderUnavailable
 from kbseek.live_config import LiveConfig
 from kbseek.responses import IndexSummary, SearchResponse
 from kbseek.search.dense import DenseIndex
 from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, run_search
-from kbseek.semantic import SemanticLeg
+from kbseek.semantic import SemanticLeg, SemanticState
 from kbseek.store.base import Store
 
 
@@ -77,9 +78,18 @@ class Retrieval:
         """
         active = self._live.active
         limits = active.settings.limits
-        result = self.run(args.request(limits), self._semantic.dense_leg(active.settings))
+        request = args.request(limits)
+        semantic, semantic_error = self._semantic.state(), self._semantic.error
+        try:
+            result = self.run(request, self._semantic.dense_leg(active.settings))
+        except EmbedderUnavailable as exc:
+            # The model went away after it loaded (an embedding server that stopped): semantic search
+            # is an addition, never a precondition, so this search answers by keywords and says why.
+            # The leg stays up: the next search asks the model again.
+            result = self.run(request, None)
+            semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
         servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
         return shaping.search_response(
-            args, result, limits=limits, servable=set(servable), semantic=self._semantic.state(),
-            semantic_error=self._semantic.error, summary=summary(), extensions=active.registry.extensions,
+            args, result, limits=limits, servable=set(servable), semantic=semantic,
+            semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
         )  # fmt: skip

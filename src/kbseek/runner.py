@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kbseek import shaping
-from kbseek.errors import IndexLocked, KbError
+from kbseek.errors import IndexLocked, IndexReadOnly, KbError
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
 from kbseek.ingest.watch import Watcher
@@ -117,7 +117,7 @@ class IndexRunner:
     ) -> IndexReport:
         """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``."""
         if self._read_only:
-            raise KbError("this command only reads the index; run `kbseek index` to build or update it")
+            raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
         with self._pass_lock, self._holding_writer():
             if reembed:
                 self._indexer(embed=False).reembed()

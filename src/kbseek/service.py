@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kbseek.errors import KbError
+from kbseek.errors import ServiceError as ServiceError  # raised here, kept importable from here
 
 Manager = Literal["systemd", "launchd"]
 MANAGERS: tuple[Manager, ...] = ("systemd", "launchd")
@@ -42,10 +42,6 @@ RESTART_SECONDS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _KB_COMMENT = "# knowledge base: "
-
-
-class ServiceError(KbError):
-    """A service cannot be written, found or removed as asked; the message says what to do instead."""
 
 
 @dataclass(frozen=True)

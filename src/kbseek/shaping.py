@@ -223,20 +223,32 @@ def empty_explanation(
 
 
 def fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:
-    """Drop hits from the end until the serialised response fits ``max_chars`` (T3)."""
-    size = len(response.model_dump_json())
-    if size <= max_chars:
+    """Drop hits from the end until the serialised response fits ``max_chars``, its cut note included (T3).
+
+    The note saying the response was cut is part of the response, so each candidate is measured with
+    it: fitting the hits first and adding the note after would overshoot the cap by the note's length.
+    """
+    if len(response.model_dump_json()) <= max_chars:
         return response
-    hits = list(response.hits)
-    while hits and len(response.model_copy(update={"hits": hits}).model_dump_json()) > max_chars:
-        hits.pop()
+    kept = len(response.hits) - 1
+    cut = _cut_to(response, max(kept, 0), max_chars)
+    while kept > 0 and len(cut.model_dump_json()) > max_chars:
+        kept -= 1
+        cut = _cut_to(response, kept, max_chars)
+    return cut
+
+
+def _cut_to(response: SearchResponse, kept: int, max_chars: int) -> SearchResponse:
+    """``response`` with only its first ``kept`` hits and the note that says so."""
     notes = [
         *response.notes,
-        f"the response was cut to {counted(len(hits), 'hit')} to stay under {max_chars} characters; "
+        f"the response was cut to {counted(kept, 'hit')} to stay under {counted(max_chars, 'character')}; "
         "lower snippet_chars",
     ]
     codes = [*response.note_codes, "cut_to_fit"]
-    return response.model_copy(update={"hits": hits, "truncated": True, "notes": notes, "note_codes": codes})
+    return response.model_copy(
+        update={"hits": list(response.hits[:kept]), "truncated": True, "notes": notes, "note_codes": codes}
+    )
 
 
 # -- fetch ---------------------------------------------------------------------------------------------
@@ -301,7 +313,7 @@ def fetch_response(
         if cut:
             truncated = True
             notes.append(
-                f"the passage from {head.path} was cut at {max_fetch_chars} characters per fetch; "
+                f"the passage from {head.path} was cut at {counted(max_fetch_chars, 'character')} per fetch; "
                 f"read on with get_document(path={head.path!r}, offset={run.start + len(text)})"
             )
     if missing:
@@ -393,7 +405,7 @@ def topics_response(
         topics = topics[: limits.max_topics]
     if any(t.more_titles for t in topics):
         notes.append(
-            f"at most {limits.max_titles_per_topic} titles are listed per topic; "
+            f"each topic lists at most {counted(limits.max_titles_per_topic, 'title')}; "
             "search with path_prefix to see the rest"
         )
     if not topics:

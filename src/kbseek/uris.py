@@ -10,14 +10,12 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from kbseek.errors import BadResourceUri as BadResourceUri  # raised here, kept importable from here
+
 DOC_PREFIX = "kb://doc/"
 TOPIC_PREFIX = "kb://topic/"
 
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-
-
-class BadResourceUri(ValueError):
-    """A ``kb://`` URI that cannot name anything kbseek offers; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbseek.cli import cli
+from tests.fakes import FakeEmbedder
 
 
 @pytest.fixture
@@ -102,9 +103,8 @@ def test_every_command_has_useful_help(runner: CliRunner, command: str) -> None:
     assert code == 0 and "--kb" in out and len(out) > 300
 
 
-@pytest.mark.slow
 def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
-    runner: CliRunner, kb_root: Path
+    runner: CliRunner, kb_root: Path, fake_model: list[FakeEmbedder]
 ) -> None:
     import sqlite3
 
@@ -119,7 +119,6 @@ def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
     assert code == 0 and "embedded" in out
     with sqlite3.connect(db) as conn:
         assert (
-            conn.execute("SELECT value FROM meta WHERE key = 'embed_model'")
-            .fetchone()[0]
-            .startswith("usem3:")
+            conn.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()[0]
+            == fake_model[-1].model_id
         )

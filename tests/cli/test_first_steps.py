@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from kbseek.cli import cli
+from tests.fakes import FakeEmbedder
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -57,8 +57,9 @@ def test_status_after_a_lexical_index_counts_what_is_not_embedded_yet(kb_root: P
     assert any("have no vector yet" in n and "kbseek index" in n for n in data["notes"])
 
 
-@pytest.mark.slow
-def test_status_after_index_reports_the_real_semantic_state_not_loading(kb_root: Path) -> None:
+def test_status_after_index_reports_the_real_semantic_state_not_loading(
+    kb_root: Path, fake_model: list[FakeEmbedder]
+) -> None:
     code, _, _ = run("index", "--kb", str(kb_root))
     assert code == 0
     code, out, _ = run("status", "--kb", str(kb_root), "--json")

@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.errors import EmbedderUnavailable
 from kbseek.progress import ProgressSnapshot
-
-
-class FlakyEmbedder:
-    """Hash vectors; fails while ``down`` is set, like a model server that went away."""
-
-    model_id = "test-hash:1"
-    dim = 8
-
-    def __init__(self) -> None:
-        self.down = False
-
-    def load(self) -> None:
-        pass
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.frombuffer(hashlib.sha256(text.encode()).digest()[:32], dtype="<u4").astype(np.float32) + 1.0
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if self.down:
-            raise EmbedderUnavailable("the model server is down")
-        return np.stack([self._vector(t) for t in texts])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
+from tests.fakes import FakeEmbedder
 
 
 @pytest.fixture
-def semantic(kb_root: Path) -> tuple[KnowledgeBase, FlakyEmbedder]:
-    embedder = FlakyEmbedder()
-    core = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)  # type: ignore[arg-type]
+def semantic(kb_root: Path) -> tuple[KnowledgeBase, FakeEmbedder]:
+    embedder = FakeEmbedder()
+    core = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)
     core.load_semantic()
     return core, embedder
 
 
 def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
-    semantic: tuple[KnowledgeBase, FlakyEmbedder],
+    semantic: tuple[KnowledgeBase, FakeEmbedder],
 ) -> None:
     core, _ = semantic
     seen: list[ProgressSnapshot] = []
@@ -73,21 +46,25 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
 
 
 def test_a_failed_embed_phase_keeps_keyword_search_and_the_next_check_embeds(
-    semantic: tuple[KnowledgeBase, FlakyEmbedder],
+    semantic: tuple[KnowledgeBase, FakeEmbedder],
 ) -> None:
     core, embedder = semantic
-    embedder.down = True
+    embedder.fail = "the model server is down"  # a model server that went away mid-session
     with pytest.raises(EmbedderUnavailable):
         core.index()
     assert core.store.counts()[0] == 4  # every document was written before the embed phase
     assert core.store.chunks_without_vectors()
-    assert core.search("load balancer").hits[0].path == "runbooks/deploy.md"
+    down = core.search("load balancer")  # the query cannot be embedded either: keywords answer, and say so
+    assert down.hits[0].path == "runbooks/deploy.md"
+    assert down.legs.semantic == "unavailable" and "semantic_unavailable" in down.note_codes
+    assert any(n.endswith("the model server is down") for n in down.notes)
 
-    embedder.down = False
+    embedder.fail = None
     core.refresh()  # no file changed, but the failed pass is owed
     assert core.store.chunks_without_vectors() == []
     made_good = core.last_report
     assert made_good is not None and made_good.chunks_embedded > 0
     core.refresh()  # once made good, an unchanged tree runs no pass
     assert core.last_report is made_good
+    assert core.search("load balancer").legs.semantic == "ok"  # the next search asks the model again
     core.close()

@@ -2,45 +2,25 @@
 
 A newcomer saw ``semantic: loading`` from every ``kbseek status`` (the CLI never loads the model
 for it), and ``semantic: ok`` from search while the background pass had embedded almost nothing.
-A small deterministic embedder stands in for the real model: these tests are about the counts.
+The fake embedder stands in for the real model: these tests are about the counts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from tests.fakes import FakeEmbedder
 
 
-class HashEmbedder:
-    """Unit vectors from a hash of the text: the same text, the same vector, no model to load."""
-
-    model_id = "hash-test:1"
-    dim = 16
-
-    def load(self) -> None:
-        pass
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.vstack([self.embed_query(t) for t in texts]).astype(np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[:16], dtype=np.uint8).astype(np.float32)
-        v = raw - raw.mean() + 0.5
-        return (v / np.linalg.norm(v)).astype(np.float32)
-
-
-def semantic_core(root: Path, **overrides: Any) -> KnowledgeBase:
+def semantic_core(root: Path, embedder: FakeEmbedder | None = None, **overrides: Any) -> KnowledgeBase:
     return KnowledgeBase(
-        settings=Settings(root=root, freshness_interval_s=0.0, **overrides), embedder=HashEmbedder()
+        settings=Settings(root=root, freshness_interval_s=0.0, **overrides),
+        embedder=embedder if embedder is not None else FakeEmbedder(),
     )
 
 
@@ -51,10 +31,12 @@ def test_status_without_the_model_reads_the_index_instead_of_saying_loading(kb_r
     chunks = writer.store.counts()[1]
     writer.close()
 
-    looker = semantic_core(kb_root, semantic=True)  # what `kbseek status` builds: the model never loads
+    model = FakeEmbedder()
+    looker = semantic_core(kb_root, model, semantic=True)  # what `kbseek status` builds
     try:
         s = looker.status()
         assert s.semantic == "ok" and s.embedded == chunks
+        assert model.load_attempts == 0  # the counts came from the index; the model never loaded
     finally:
         looker.close()
 
@@ -92,26 +74,16 @@ def test_status_without_the_model_names_an_index_of_another_model(kb_root: Path)
         looker.close()
 
 
-class HeldLoad(HashEmbedder):
-    """A model whose load waits until the test lets it go: a server's model, still coming up."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def load(self) -> None:
-        assert self.release.wait(30), "the test never released the load"
-
-
 def test_a_server_loading_its_model_still_says_loading(kb_root: Path) -> None:
-    embedder = HeldLoad()
-    core = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)
+    release = threading.Event()  # the model's load waits until the test lets it go: still coming up
+    core = semantic_core(kb_root, FakeEmbedder(gate=release))
     try:
         core.index(embed=False)
         core.start_background()  # the model loads on the server's own thread; calls do not wait for it
         assert core.status().semantic == "loading"
         assert core.search("rollback").legs.semantic == "loading"
     finally:
-        embedder.release.set()
+        release.set()
         core.close()
 
 

@@ -25,6 +25,7 @@ from kbseek.shaping import (
     fetch_args,
     fetch_response,
     fit_search,
+    resource_text,
     search_args,
     search_response,
     semantic_for_search,
@@ -33,6 +34,7 @@ from kbseek.shaping import (
 )
 from kbseek.store.base import ChunkRow
 from kbseek.text.snippets import Snippet
+from kbseek.words import counted
 
 LIMITS = Limits()
 INDEXED = IndexSummary(documents=3, chunks=7, indexing=False, embedded=None)
@@ -129,6 +131,63 @@ def test_a_response_over_the_cap_drops_hits_from_the_end_and_says_so() -> None:
     assert fit_search(cut, 10**9) is cut
 
 
+def test_a_cut_search_response_fits_its_cap_with_the_note_and_keeps_every_hit_that_fits() -> None:
+    full = shaped([ranked(n, "word " * 60) for n in range(1, 6)])
+    size = len(full.model_dump_json())
+    no_hits = len(fit_search(full, 999).model_dump_json())  # the note alone (a 3-digit cap in its text)
+    for cap in range(no_hits, size, 7):
+        cut = fit_search(full, cap)
+        assert len(cut.model_dump_json()) <= cap, cap
+        k = len(cut.hits)
+        assert cut.note_codes[-1] == "cut_to_fit" and f"cut to {counted(k, 'hit')} " in cut.notes[-1]
+        if k + 1 < len(full.hits):  # one hit more, with the note that would say so, does not fit
+            note = cut.notes[-1].replace(counted(k, "hit"), counted(k + 1, "hit"))
+            more = cut.model_copy(update={"hits": full.hits[: k + 1], "notes": [*cut.notes[:-1], note]})
+            assert len(more.model_dump_json()) > cap, cap
+
+
+def test_a_fetch_never_returns_more_passage_text_than_its_cap_however_many_runs_are_cut() -> None:
+    args = fetch_args(LIMITS, ["c_1", "c_2", "c_3"], 0)
+    runs = [
+        FoundRun(JoinedText(c.start, c.end, c.text, (c,)), [c.chunk_id])
+        for c in (chunk(n, "y" * 40) for n in (1, 2, 3))
+    ]
+    r = fetch_response(args, runs, [], servable=set(), max_fetch_chars=50)
+    # The cap counts the text read from the documents; the notes saying where to read on are extra.
+    assert sum(len(p.text) for p in r.passages) == 50
+    assert [(len(p.text), p.truncated) for p in r.passages] == [(40, False), (10, True), (0, True)]
+    assert [n.split("offset=")[1] for n in r.notes] == [f"{chunk(2).start + 10})", f"{chunk(3).start})"]
+
+
+def test_a_document_window_never_exceeds_max_chars_whatever_notes_it_carries() -> None:
+    doc = LoadedDocument("a.md", "x" * 500, "text/markdown", 500, "md")
+    for max_chars in (1, 7, 499, 500, 10**9):
+        r = document_response(
+            doc,
+            offset=-1,
+            max_chars=max_chars,
+            limits=Limits(default_document_chars=200, max_document_chars=300),
+            indexed=False,
+        )
+        assert r.returned_chars == len(r.text) <= min(max_chars, 300) and r.notes
+
+
+def test_a_cut_resource_keeps_exactly_its_cap_of_text_and_then_says_where_the_rest_is() -> None:
+    text = "z" * 100
+    assert resource_text("a.md", text, 100) == text
+    cut = resource_text("a.md", text, 30)
+    body, note = cut.split("\n\n---\n", 1)
+    assert body == "z" * 30 and "at character 30 of 100" in note and "offset=30" in note
+
+
+def test_topic_caps_count_topics_and_titles_whatever_the_notes_say() -> None:
+    titles = {f"t{i}/": [f"doc {j}" for j in range(i + 1)] for i in range(5)}
+    limits = Limits(max_topics=3, max_titles_per_topic=1)
+    r = topics_response(titles, limits=limits, summary=INDEXED)
+    assert len(r.topics) == 3 and all(len(t.titles) <= 1 for t in r.topics)
+    assert [t.more_titles for t in r.topics] == [0, 1, 2] and len(r.notes) == 2
+
+
 def test_fetch_ids_are_deduplicated_capped_and_a_cut_passage_says_where_to_read_on() -> None:
     args = fetch_args(Limits(max_chunk_ids=2), [" a ", "a", "b", "c", ""], 9)
     assert args.ids == ("a", "b") and args.truncated and args.context == 5
@@ -162,6 +221,29 @@ def test_topics_are_capped_with_notes() -> None:
     assert r.topics[0].titles == ["doc 0", "doc 1"] and r.topics[0].more_titles == 1
     assert len(r.notes) == 2
     assert topics_response({}, limits=LIMITS, summary=INDEXED).notes == ["nothing is indexed yet"]
+
+
+def test_a_cap_of_one_reads_in_the_singular_in_every_note_that_names_it() -> None:
+    titles = {"t/": ["doc 0", "doc 1"]}
+    one = topics_response(titles, limits=Limits(max_titles_per_topic=1), summary=INDEXED)
+    assert one.notes[0].startswith("each topic lists at most 1 title; ")
+    assert (
+        "at most 2 titles; "
+        in topics_response(
+            {"t/": ["a", "b", "c"]}, limits=Limits(max_titles_per_topic=2), summary=INDEXED
+        ).notes[0]
+    )
+    c = chunk(1, "x" * 5)
+    fetched = fetch_response(
+        fetch_args(LIMITS, ["c_1"], 0),
+        [FoundRun(JoinedText(c.start, c.end, c.text, (c,)), ["c_1"])],
+        [],
+        servable=set(),
+        max_fetch_chars=1,
+    )
+    assert "was cut at 1 character per fetch" in fetched.notes[0]
+    cut = fit_search(shaped([ranked(1)]), 1)
+    assert "cut to 0 hits to stay under 1 character;" in cut.notes[-1]
 
 
 def test_status_notes_say_what_to_run_and_what_is_wrong() -> None:

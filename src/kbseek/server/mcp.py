@@ -13,8 +13,8 @@ An omitted argument is passed on as omitted: the knowledge base applies the defa
 # so this module does not postpone annotation evaluation.
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -23,8 +23,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from kbseek import KnowledgeBase, __version__, render
-from kbseek.errors import KbError
+from kbseek.errors import InvalidArgument
 from kbseek.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
+from kbseek.server.errors import translate
 from kbseek.server.prompts import register_prompts
 from kbseek.server.resources import KbServer
 
@@ -54,12 +55,19 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
     )
 
 
-def _call(fn: Callable[[], Any]) -> Any:
-    """Run a knowledge-base call, turning kbseek's own errors into tool errors with their message."""
+@contextmanager
+def _tool_errors(tool: str) -> Iterator[None]:
+    """Answer any error in a tool's body as the error table says: an ``isError`` result whose text
+    is a refusal's own message, or for a bug the generic one (the traceback goes to the log).
+
+    Left to the SDK, a bug would read "Error executing tool …", which an agent takes for a
+    problem with its arguments.
+    """
     try:
-        return fn()
-    except KbError as exc:
-        raise ToolError(str(exc)) from exc
+        yield
+    except Exception as exc:
+        _, text = translate(exc, f"tool {tool}")
+        raise ToolError(text) from exc
 
 
 def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[Any]:
@@ -109,19 +117,14 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
         ] = None,
         explain: Annotated[bool, Field(description="Include per-leg ranks and scores for each hit.")] = False,
     ) -> Annotated[CallToolResult, SearchResponse]:
-        if not query.strip():
-            raise ToolError("query is empty: pass the words or question to search for")
-        r = _call(
-            lambda: kb.search(
-                query,
-                limit=limit,
-                path_prefix=path_prefix,
-                tags=tags,
-                snippet_chars=snippet_chars,
+        with _tool_errors("search"):
+            if not query.strip():
+                raise InvalidArgument("query is empty: pass the words or question to search for")
+            r = kb.search(
+                query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
                 explain=explain,
-            )
-        )
-        return _result(r, render.search_text(r))
+            )  # fmt: skip
+            return _result(r, render.search_text(r))
 
     @server.tool(
         title="Read passages by chunk id",
@@ -138,10 +141,13 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             Field(description="Neighbouring chunks on each side; omit for the configured default. Clamped."),
         ] = None,
     ) -> Annotated[CallToolResult, FetchResponse]:
-        if not chunk_ids:
-            raise ToolError("chunk_ids is empty: pass one or more chunk_id values from search results")
-        r = _call(lambda: kb.fetch(chunk_ids, context=context))
-        return _result(r, render.fetch_text(r))
+        with _tool_errors("fetch"):
+            if not chunk_ids:
+                raise InvalidArgument(
+                    "chunk_ids is empty: pass one or more chunk_id values from search results"
+                )
+            r = kb.fetch(chunk_ids, context=context)
+            return _result(r, render.fetch_text(r))
 
     @server.tool(
         title="Read a whole document",
@@ -160,8 +166,9 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             int | None, Field(description="Characters to return; omit for the configured default. Clamped.")
         ] = None,
     ) -> Annotated[CallToolResult, DocumentResponse]:
-        r = _call(lambda: kb.read_document(path, offset=offset, max_chars=max_chars))
-        return _result(r, render.document_text(r))
+        with _tool_errors("get_document"):
+            r = kb.read_document(path, offset=offset, max_chars=max_chars)
+            return _result(r, render.document_text(r))
 
     @server.tool(
         title="List topics",
@@ -172,8 +179,9 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
         ),
     )
     def list_topics() -> Annotated[CallToolResult, TopicsResponse]:
-        r = _call(kb.topics)
-        return _result(r, render.topics_text(r))
+        with _tool_errors("list_topics"):
+            r = kb.topics()
+            return _result(r, render.topics_text(r))
 
     @server.tool(
         title="Index status",
@@ -185,8 +193,9 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
         ),
     )
     def index_status() -> Annotated[CallToolResult, StatusResponse]:
-        r = _call(kb.status)
-        return _result(r, render.status_text(r))
+        with _tool_errors("index_status"):
+            r = kb.status()
+            return _result(r, render.status_text(r))
 
     register_prompts(server, kb)
     return server

@@ -14,20 +14,21 @@ check that the text names only tools the server has.
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import Field
 
 from kbseek import KnowledgeBase
-from kbseek.errors import KbError
+from kbseek.errors import InvalidArgument
 from kbseek.models import HEADING_SEPARATOR
 from kbseek.responses import RecentDocument, RecentDocuments
+from kbseek.server.errors import translate
 
 MAX_TOPIC_LINES = 40
 MAX_RECENT = 50
@@ -42,8 +43,6 @@ _AGE = re.compile(r"(\d{1,6})\s*([hdw])", re.IGNORECASE)
 _AGE_UNITS = {"h": (3600, "hour"), "d": (86400, "day"), "w": (604800, "week")}
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]|$)")
 
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
 class Since:
@@ -55,7 +54,7 @@ class Since:
 
 
 def parse_since(text: str) -> Since:
-    """Read ``since``; a bad value is an invalid-params error that says what is expected."""
+    """Read ``since``; a bad value is an :class:`~kbseek.errors.InvalidArgument` that says what is expected."""
     raw = text.strip()
     try:
         if m := _AGE.fullmatch(raw):
@@ -72,25 +71,32 @@ def parse_since(text: str) -> Since:
             return Since(aware.timestamp(), day, day if len(raw) == 10 else _show(aware))
     except (ValueError, OverflowError, OSError):
         pass
-    raise MCPError(code=INVALID_PARAMS, message=f"since {text!r} is not understood: expected {SINCE_FORMAT}")
+    raise InvalidArgument(f"since {text!r} is not understood: expected {SINCE_FORMAT}")
 
 
 def _show(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def _kb_call(fn: Callable[[], T]) -> T:
-    """kbseek's own errors carry a message meant for the reader; a bare exception would lose it."""
+@contextmanager
+def _prompt_errors(prompt: str) -> Iterator[None]:
+    """Answer any error while rendering a prompt as the error table says: a refusal's JSON-RPC code
+    and message, or for a bug the generic message (the traceback goes to the log).
+
+    Left to the SDK, any exception would reach the client with its raw text and no telling
+    whether the arguments or kbseek were at fault.
+    """
     try:
-        return fn()
-    except KbError as exc:
-        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
+        yield
+    except Exception as exc:
+        answer, text = translate(exc, f"prompt {prompt}")
+        raise MCPError(code=answer.jsonrpc, message=text) from exc
 
 
 def _required(name: str, value: str) -> str:
     value = value.strip()
     if not value:
-        raise MCPError(code=INVALID_PARAMS, message=f"{name} is empty: pass the {name} as text")
+        raise InvalidArgument(f"{name} is empty: pass the {name} as text")
     return value
 
 
@@ -270,7 +276,8 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
     def answer_from_kb(
         question: Annotated[str, Field(description="The question to answer, in English or Japanese.")],
     ) -> str:
-        return answer_text(_required("question", question))
+        with _prompt_errors("answer_from_kb"):
+            return answer_text(_required("question", question))
 
     @server.prompt(
         name="summarize_topic",
@@ -285,9 +292,9 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
             str, Field(description="A subject in words, or a folder such as 'runbooks/' (see list_topics).")
         ],
     ) -> str:
-        topic = _required("topic", topic)
-
-        return summarize_text(topic, _kb_call(kb.topic_groups))
+        with _prompt_errors("summarize_topic"):
+            topic = _required("topic", topic)
+            return summarize_text(topic, kb.topic_groups())
 
     @server.prompt(
         name="whats_new",
@@ -303,6 +310,7 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
             Field(description="A date YYYY-MM-DD, an ISO 8601 datetime, or an age such as 7d or 2w."),
         ],
     ) -> str:
-        when = parse_since(since)
-        recent = _kb_call(lambda: kb.recent_documents(when.ts, when.day, limit=MAX_RECENT))
-        return whats_new_text(when, recent)
+        with _prompt_errors("whats_new"):
+            when = parse_since(since)
+            recent = kb.recent_documents(when.ts, when.day, limit=MAX_RECENT)
+            return whats_new_text(when, recent)

@@ -10,17 +10,18 @@ from collections.abc import Iterable
 from typing import Any
 
 import anyio.to_thread
+from mcp import MCPError
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import Resource as MCPResource
 from mcp.types import ResourceTemplate as MCPResourceTemplate
 from pydantic import AnyUrl
 
 from kbseek import IndexReport, KnowledgeBase
-from kbseek.errors import KbError
+from kbseek.errors import TopicNotFound
+from kbseek.server.errors import translate
 from kbseek.server.notify import ListChangedNotifier, declare_list_changed
-from kbseek.uris import DOC_PREFIX, BadResourceUri, parse_uri, topic_uri
+from kbseek.uris import DOC_PREFIX, parse_uri, topic_uri
 
 DOC_TEMPLATE = DOC_PREFIX + "{+path}"
 
@@ -70,17 +71,19 @@ class KbServer(MCPServer[Any]):
         return await anyio.to_thread.run_sync(self._read, str(uri))
 
     def _read(self, uri: str) -> list[ReadResourceContents]:
+        """Read one resource; any error is answered with the error table's JSON-RPC code and text."""
         try:
-            ref = parse_uri(uri)
-        except BadResourceUri as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+            return self._contents(uri)
+        except Exception as exc:
+            answer, text = translate(exc, f"resources/read {uri!r}")
+            raise MCPError(code=answer.jsonrpc, message=text, data={"uri": uri}) from exc
+
+    def _contents(self, uri: str) -> list[ReadResourceContents]:
+        ref = parse_uri(uri)
         if ref.kind == "topic":
             body = self.kb.topic_body(ref.path)
             if body is None:
-                raise ResourceNotFoundError(f"no topic {uri!r}: resources/list shows the topics there are")
+                raise TopicNotFound(f"no topic {uri!r}: resources/list shows the topics there are")
             return [ReadResourceContents(content=body, mime_type="text/markdown")]
-        try:
-            doc = self.kb.read_resource_document(ref.path)
-        except KbError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        doc = self.kb.read_resource_document(ref.path)
         return [ReadResourceContents(content=doc.text, mime_type=doc.media_type)]

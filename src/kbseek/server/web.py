@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kbseek import KnowledgeBase
-from kbseek.errors import DocumentNotFound, DocumentRefused, KbError, PathOutsideRoot
+from kbseek.errors import InvalidArgument
+from kbseek.server.errors import translate
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
@@ -42,10 +43,6 @@ SECURITY_HEADERS = {
 }
 
 
-class BadParameter(ValueError):
-    """A query-string parameter the API cannot use; the message says which and why."""
-
-
 def _asset(name: str) -> bytes:
     return resources.files("kbseek.server").joinpath("ui", name).read_bytes()
 
@@ -57,7 +54,7 @@ def _int_param(request: Request, name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise BadParameter(f"{name} must be a whole number, not {raw!r}") from None
+        raise InvalidArgument(f"{name} must be a whole number, not {raw!r}") from None
 
 
 def _json(model: BaseModel) -> JSONResponse:
@@ -68,18 +65,14 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=SECURITY_HEADERS)
 
 
-async def _answer(call: Callable[[], BaseModel]) -> JSONResponse:
-    """Run a blocking knowledge-base call off the event loop; kbseek's refusals become 4xx with their message."""
+async def _answer(request: Request, call: Callable[[], BaseModel]) -> JSONResponse:
+    """Run a blocking knowledge-base call off the event loop; any error is answered with the error
+    table's status and text (a refusal's own message, a bug's generic one)."""
     try:
         return _json(await anyio.to_thread.run_sync(call))
-    except (BadParameter, PathOutsideRoot) as exc:
-        return _error(400, str(exc))
-    except DocumentNotFound as exc:
-        return _error(404, str(exc))
-    except DocumentRefused as exc:  # a link, an unsupported or oversize file: there, but not served
-        return _error(403, str(exc))
-    except KbError as exc:
-        return _error(409, str(exc))
+    except Exception as exc:
+        answer, text = translate(exc, f"GET {request.url.path}")
+        return _error(answer.http, text)
 
 
 def build_web_app(kb: KnowledgeBase) -> Starlette:
@@ -89,12 +82,12 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
 
     async def search(request: Request) -> Response:
         query = request.query_params.get("q", "")
-        if not query.strip():
-            return _error(
-                400, "q is empty: pass the words or question to search for, e.g. /api/search?q=rollback"
-            )
 
         def call() -> BaseModel:
+            if not query.strip():
+                raise InvalidArgument(
+                    "q is empty: pass the words or question to search for, e.g. /api/search?q=rollback"
+                )
             return kb.search(
                 query,
                 limit=_int_param(request, "limit"),
@@ -103,24 +96,24 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
                 snippet_chars=_int_param(request, "snippet_chars"),
             )
 
-        return await _answer(call)
+        return await _answer(request, call)
 
-    async def status(_: Request) -> Response:
-        return await _answer(kb.status)
+    async def status(request: Request) -> Response:
+        return await _answer(request, kb.status)
 
-    async def topics(_: Request) -> Response:
-        return await _answer(kb.topics)
+    async def topics(request: Request) -> Response:
+        return await _answer(request, kb.topics)
 
     async def document(request: Request) -> Response:
         path = request.query_params.get("path", "")
-        if not path:
-            return _error(400, "path is empty: pass a document path from a search hit")
 
         def call() -> BaseModel:
+            if not path:
+                raise InvalidArgument("path is empty: pass a document path from a search hit")
             offset = _int_param(request, "offset") or 0
             return kb.read_document(path, offset=offset, max_chars=_int_param(request, "max_chars"))
 
-        return await _answer(call)
+        return await _answer(request, call)
 
     routes: list[Any] = [Route(path, asset) for path in ASSETS]
     routes += [

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kbseek.errors import IndexLocked, KbError
+from kbseek.errors import IndexLocked, KbBug
 from kbseek.store.base import (
     ChunkRow,
     Counts,
@@ -261,7 +261,7 @@ class SqliteStore:
         try:
             rows = self.conn.execute(" ".join(sql), params).fetchall()
         except sqlite3.OperationalError as exc:
-            raise KbError(f"the lexical engine rejected a compiled query ({exc}); this is a bug") from exc
+            raise KbBug(f"the lexical engine rejected a compiled query ({exc})") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:

@@ -40,6 +40,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Final
 
 import sudachipy
 from sudachipy.errors import SudachiError
@@ -68,7 +69,7 @@ class Token:
 
 # Sudachi split mode and the parts of speech whose morphemes carry no search value.
 # Chosen by the measurement in the module docstring.
-_SPLIT_MODE = "A"
+_SPLIT_MODE: Final = "A"
 _DROPPED_POS = frozenset({"補助記号", "空白", "助詞", "助動詞", "代名詞"})
 # Light verbs and adjectives that also serve as auxiliaries (する, なる, ある, いる, できる, ない,
 # よい …) and the stem of ようだ: in almost every sentence, so they rank nothing and, highlighted,
@@ -268,10 +269,11 @@ def _dictionary() -> sudachipy.Dictionary:
 
 def _tokenizer() -> sudachipy.Tokenizer:
     """This thread's Sudachi tokenizer: the tokenizer object is not thread-safe."""
-    tokenizer = getattr(_local, "tokenizer", None)
+    tokenizer: sudachipy.Tokenizer | None = getattr(_local, "tokenizer", None)
     if tokenizer is None:
-        fields = {"pos", "normalized_form", "split_a", "split_b"}
-        tokenizer = _dictionary().tokenizer(mode=_SPLIT_MODE, fields=fields)  # type: ignore[arg-type]
+        tokenizer = _dictionary().tokenizer(
+            mode=_SPLIT_MODE, fields={"pos", "normalized_form", "split_a", "split_b"}
+        )
         _local.tokenizer = tokenizer
     return tokenizer
 

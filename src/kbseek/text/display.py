@@ -26,6 +26,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 __all__ = ["DisplayText", "display_line", "display_text"]
 
@@ -224,7 +225,7 @@ def _find_markup(source: str, edits: _Edits) -> None:
             (m.start(1), m.end(1), ""), (m.start(2), m.end(2), None), (m.end(2), m.end(), "")
         ))  # fmt: skip
         for pattern, replacement in _REMOVED_BLOCKS:
-            _search(pattern, source, segment, lambda m, r=replacement: edits.add((m.start(), m.end(), r)))
+            _search(pattern, source, segment, partial(_replace_whole, edits, replacement))
         for badge in _BADGES:
             _search(badge, source, segment, lambda m: edits.add((m.start(), m.end(), "")))
         for pattern in (_IMAGE, _LINK):
@@ -236,7 +237,7 @@ def _find_markup(source: str, edits: _Edits) -> None:
         ))  # fmt: skip
         _line_markup(source, segment, edits)
         for pattern, replace in _OTHER_INLINE:
-            _search(pattern, source, segment, lambda m, f=replace: _replace(edits, m, f(m)))
+            _search(pattern, source, segment, partial(_replace_by, edits, replace))
         for pattern in _EMPHASIS:
             _search(pattern, source, segment, lambda m: _one_paragraph(m) and edits.add(
                 (m.start(1), m.end(1), ""), (m.end(2), m.end(), "")
@@ -246,6 +247,16 @@ def _find_markup(source: str, edits: _Edits) -> None:
 def _replace(edits: _Edits, m: re.Match[str], replacement: str) -> bool:
     """Replace a match, unless the replacement is the match itself (an unknown ``&entity;``)."""
     return replacement != m[0] and edits.add((m.start(), m.end(), replacement))
+
+
+def _replace_whole(edits: _Edits, replacement: str, m: re.Match[str]) -> bool:
+    """Replace a whole match by a fixed text (a removed block)."""
+    return edits.add((m.start(), m.end(), replacement))
+
+
+def _replace_by(edits: _Edits, rule: Callable[[re.Match[str]], str], m: re.Match[str]) -> bool:
+    """Replace a match by what ``rule`` makes of it (see :func:`_replace`)."""
+    return _replace(edits, m, rule(m))
 
 
 def _search(

@@ -208,13 +208,13 @@ def _matches(found: list[Token], words: set[str], pieces: set[str]) -> list[tupl
     """
     wanted = words | pieces
     out: list[tuple[int, int, str]] = []
-    pieces: dict[tuple[int, int], list[str]] = {}
+    unknown_words: dict[tuple[int, int], list[str]] = {}
     for tok in found:
         if tok.word is not None:
-            pieces.setdefault(tok.word, []).append(tok.term)
+            unknown_words.setdefault(tok.word, []).append(tok.term)
         elif tok.term in words and _worth_marking(tok.term):
             out.append((tok.start, tok.end, tok.term))
-    for (start, end), terms in pieces.items():
+    for (start, end), terms in unknown_words.items():
         if all(term in wanted for term in terms):
             out.extend((start, end, term) for term in dict.fromkeys(terms))
     out.sort()
