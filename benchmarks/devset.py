@@ -79,7 +79,8 @@ def _tldr_mixed(dst: Path) -> None:
 
 
 def _examples(dst: Path) -> None:
-    _copy_tree(HERE.parent / "examples" / "kb", dst)
+    """The example notes without an index a ``make demo`` may have left inside them."""
+    _copy_tree(HERE.parent / "examples" / "kb", dst, lambda rel: rel.parts[0] != ".kbseek")
 
 
 ASSEMBLE: dict[str, Callable[[Path], None]] = {
