@@ -176,11 +176,13 @@ def metrics(items: Sequence[Scored]) -> dict[str, float | int | None]:
 
 # -- running ------------------------------------------------------------------------------------
 
-VARIANTS: dict[str, dict[str, Any]] = {
-    "default": {},
-    "lexical only": {"semantic": False},
-    "dense only": {"dense_weight": 1.0, "dense_weight_matched": 1.0},
+VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
+    "default": ({}, False),
+    "default + also": ({}, True),
+    "lexical only": ({"semantic": False}, False),
+    "dense only": ({"dense_weight": 1.0, "dense_weight_matched": 1.0}, False),
 }
+"""Settings overrides, and whether the queries' ``also`` phrasings are sent (as an agent would)."""
 
 
 def run(names: Sequence[str], variants: Sequence[str]) -> list[dict[str, Any]]:
@@ -197,14 +199,14 @@ def run(names: Sequence[str], variants: Sequence[str]) -> list[dict[str, Any]]:
               f"(index pass {index_s:.1f} s, {report.chunks_embedded} chunks embedded)", file=sys.stderr)  # fmt: skip
         shared = base.retrieval().embedder
         for variant in variants:
-            overrides = VARIANTS[variant]
+            overrides, with_also = VARIANTS[variant]
             semantic = overrides.get("semantic", True)
             kb = KnowledgeBase(
                 settings=Settings(root=root, freshness_interval_s=1e9, **overrides),
                 embedder=shared if semantic else None,
             )
             started = time.perf_counter()
-            results = run_eval(kb, queries)
+            results = run_eval(kb, queries, with_also=with_also)
             per_query_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
             kb.close()
             scored = [Scored(r.query, halves[r.query.id], r) for r in results]
@@ -258,7 +260,7 @@ def main() -> None:
     if args.write_split:
         write_split(sorted(ASSEMBLE))
         return
-    rows = run(names, list(VARIANTS) if args.legs else ["default"])
+    rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"])
     if args.half:
         rows = [r for r in rows if r["half"] == args.half]
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))

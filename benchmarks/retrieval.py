@@ -90,7 +90,12 @@ def bench(
     for qid, text in queries:
         rel = collection.qrels[qid]
         request = SearchRequest(
-            query=text, limit=100, snippet_chars=0, max_terms=max_terms, max_hits_per_document=1
+            query=text,
+            limit=100,
+            snippet_chars=0,
+            max_terms=max_terms,
+            max_hits_per_document=1,
+            far_ahead=settings.far_ahead,
         )
         hybrid = [doc_id(h.chunk.path) for h in legs.run(request, legs.dense_leg()).hits]
         compiled = compile_query(text, max_terms=max_terms)

@@ -80,7 +80,9 @@ class FakeEmbedder:
         self.documents_embedded = 0
         """Texts passed to :meth:`embed_documents`, summed over every call that succeeded."""
         self.queries: list[str] = []
-        """Every text passed to :meth:`embed_query`, in order."""
+        """Every query text embedded (by :meth:`embed_query` or :meth:`embed_queries`), in order."""
+        self.query_calls = 0
+        """Calls that embedded queries: a batch of several counts once."""
         self._lock = threading.Lock()
 
     @property
@@ -132,7 +134,21 @@ class FakeEmbedder:
         self._check_up()
         with self._lock:
             self.queries.append(text)
+            self.query_calls += 1
         return self.vector(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Several queries in one call, as the real providers batch them: ``(len(texts), dim)``."""
+        items = check_texts(texts)
+        self.load()
+        self._check_up()
+        with self._lock:
+            self.queries.extend(items)
+            self.query_calls += 1
+        out = np.zeros((len(items), self._dim), dtype=np.float32)
+        for i, text in enumerate(items):
+            out[i] = self.vector(text)
+        return out
 
     def _check_up(self) -> None:
         if self.fail is not None:

@@ -373,10 +373,15 @@ def _url_host(host: str) -> str:
 @click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable).")
 @click.option("--snippet-chars", type=int, default=None, help="Snippet length in characters.")
 @click.option("--explain", is_flag=True, help="Show per-leg ranks and scores.")
+@click.option(
+    "--also", "also", multiple=True, metavar="TEXT",
+    help="Another phrasing of the question, searched with it (repeatable, up to 3): the other language, "
+    "keywords, or a one-sentence answer.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def search(
     kb: KnowledgeBase, query: str, limit: int | None, path_prefix: str | None, tags: tuple[str, ...],
-    snippet_chars: int | None, explain: bool, as_json: bool,
+    snippet_chars: int | None, explain: bool, also: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Search the knowledge base (updates the index first if files changed).
 
@@ -384,9 +389,10 @@ def search(
     Examples:
         kbseek search --kb examples/kb "rollback a release"
         kbseek search --kb examples/kb "障害対応" --json
+        kbseek search --kb examples/kb "how do we roll back" --also "ロールバック 手順"
     """
     r = kb.search(query, limit=limit, path_prefix=path_prefix, tags=list(tags), snippet_chars=snippet_chars,
-                  explain=explain)  # fmt: skip
+                  explain=explain, also=also)  # fmt: skip
     click.echo(r.model_dump_json(indent=2) if as_json else render.search_text(r))
 
 

@@ -22,6 +22,8 @@ from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
 
 MiB = 1024 * 1024
+MAX_ALSO_CEILING = 8
+"""``[limits].max_also`` above this would let one call cost as many searches as a caller likes."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class Limits:
     max_response_chars: int = 60_000
     max_query_terms: int = 32
     max_hits_per_document: int = 3
+    max_also: int = 3
+    """Alternative phrasings a search takes besides its query (``also``); each runs both legs again, so
+    it multiplies a search's cost. ``0`` turns alternatives off (they are dropped with a note)."""
     max_topics: int = 200
     max_titles_per_topic: int = 10
     max_resource_bytes: int = 1024 * 1024
@@ -52,9 +57,14 @@ class Limits:
     """A resource read returns at most this much text, then a delimited note (D7)."""
 
     def __post_init__(self) -> None:
+        may_be_zero = ("default_context", "max_also")
         for f in fields(self):
-            if getattr(self, f.name) < 0 or (f.name != "default_context" and getattr(self, f.name) == 0):
+            if getattr(self, f.name) < 0 or (f.name not in may_be_zero and getattr(self, f.name) == 0):
                 raise ConfigError(f"[limits].{f.name} must be positive")
+        if self.max_also > MAX_ALSO_CEILING:
+            raise ConfigError(
+                f"[limits].max_also must be at most {MAX_ALSO_CEILING}: every phrasing is a search of its own"
+            )
         pairs = [
             ("default_limit", "max_limit"),
             ("default_snippet_chars", "max_snippet_chars"),
@@ -90,6 +100,9 @@ class Settings:
     dense_weight_matched: float = 0.2
     """Its share when one covers all of the query's terms; between the two it moves linearly."""
     rrf_k: int = 60
+    far_ahead: float = 0.5
+    """A second chunk of a document keeps its rank only at ``1 + far_ahead`` times the next new
+    document's score; otherwise distinct documents come first (docs/decisions/0012). ``inf``: never."""
     freshness_interval_s: float = 1.0
     """Minimum time between two stat scans made before answering a call (T10)."""
 
@@ -109,6 +122,8 @@ class Settings:
                 raise ConfigError(f"[search].{name} must be between 0 and 1, not {getattr(self, name)}")
         if self.rrf_k <= 0:
             raise ConfigError("[search].rrf_k must be positive")
+        if not self.far_ahead >= 0:  # also refuses NaN
+            raise ConfigError(f"[search].far_ahead must be 0 or more (inf: never), not {self.far_ahead}")
         if self.freshness_interval_s < 0:
             raise ConfigError("[index].freshness_interval must not be negative")
 
@@ -120,7 +135,7 @@ _TABLES: dict[str, set[str]] = {
     "chunking": {f.name for f in fields(ChunkOptions)},
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
-    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k"},
+    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead"},
     "index": {"freshness_interval"},
 }
 
@@ -247,6 +262,8 @@ def build_settings(
             kwargs[name] = _typed("[search].", name, search[name], float)
     if "rrf_k" in search:
         kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
+    if "far_ahead" in search:
+        kwargs["far_ahead"] = _typed("[search].", "far_ahead", search["far_ahead"], float)
     if "freshness_interval" in fv.get("index", {}):
         kwargs["freshness_interval_s"] = _typed(
             "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
@@ -275,5 +292,5 @@ class SettingsSource:
 
 
 RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
-              "dense_weight_matched", "rrf_k", "freshness_interval_s")  # fmt: skip
+              "dense_weight_matched", "rrf_k", "far_ahead", "freshness_interval_s")  # fmt: skip
 """Settings a running server applies when its config file changes; the others need a restart."""

@@ -7,6 +7,7 @@ A golden file is YAML::
         query: how do I undo a bad release
         kind: paraphrase            # optional; metrics are also reported per kind
         tags: [ops]                 # optional; and per tag
+        also: [ロールバック手順]     # optional: phrasings an agent would add (search's `also`)
         expected:                   # empty list = nothing in the KB answers this
           - path: runbooks/rollback.md
             heading: Rollback       # optional: must appear in the hit's heading path
@@ -80,6 +81,8 @@ class GoldenQuery:
     expected: tuple[Expected, ...]
     kind: str | None = None
     tags: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    """Alternative phrasings an agent would send with the query (``search(also=...)``)."""
 
 
 @dataclass
@@ -159,14 +162,21 @@ def load_golden(path: Path) -> list[GoldenQuery]:
                 heading = str(heading).lstrip("#").strip() or None  # "## Rollback" names "Rollback"
             expected.append(Expected(rel, heading))
         tags = q.get("tags") or []
-        out.append(GoldenQuery(qid, q["query"], tuple(expected), q.get("kind"), tuple(str(t) for t in tags)))
+        also = q.get("also") or []
+        if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+            raise ConfigError(f"{where} ({qid}): 'also' must be a list of strings")
+        out.append(GoldenQuery(qid, q["query"], tuple(expected), q.get("kind"), tuple(str(t) for t in tags),
+                               tuple(also)))  # fmt: skip
     return out
 
 
-def run_eval(kb: KnowledgeBase, queries: Sequence[GoldenQuery], *, limit: int = 10) -> list[QueryResult]:
+def run_eval(
+    kb: KnowledgeBase, queries: Sequence[GoldenQuery], *, limit: int = 10, with_also: bool = False
+) -> list[QueryResult]:
+    """``with_also``: send each query's alternative phrasings too, as an agent using ``also`` would."""
     results = []
     for q in queries:
-        r = kb.search(q.query, limit=limit)
+        r = kb.search(q.query, limit=limit, also=q.also if with_also else ())
         texts = {h.chunk_id: _chunk_text(kb, h.chunk_id) for h in r.hits}
         ranks: list[int | None] = []
         document_ranks: list[int | None] = []

@@ -226,17 +226,20 @@ class KnowledgeBase:
         tags: Sequence[str] | None = None,
         snippet_chars: int | None = None,
         explain: bool = False,
+        also: Sequence[str] = (),
     ) -> SearchResponse:
         """Ranked hits for a question or keywords in any language, with snippets centred on the match.
 
         An omitted ``limit``/``snippet_chars`` takes the configured default *now*; values past the
         caps are clamped and said in ``notes``. ``explain`` adds each leg's rank and score per hit.
+        ``also``: up to ``[limits].max_also`` other phrasings of the same question (in the other
+        language, as keywords, as a one-sentence answer); each chunk ranks by its best phrasing.
         """
         self._semantic.ensure_loaded()
         self._runner.refresh()
         args = shaping.search_args(
             self.limits, query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
-            explain=explain,
+            explain=explain, also=also,
         )  # fmt: skip
         return self._retrieval.search(args, self.summary)
 

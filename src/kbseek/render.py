@@ -27,12 +27,14 @@ def _explain(e: Explanation) -> str:
     """Each leg's rank and score for one hit (``-``: that leg did not find it), to see why it ranks there."""
     lexical = f"lexical #{e.lexical_rank} (bm25 {e.lexical_score:.3f})" if e.lexical_rank else "lexical -"
     dense = f"semantic #{e.dense_rank} (cosine {e.dense_similarity:.3f})" if e.dense_rank else "semantic -"
-    return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}"
+    via = f" · via also #{e.phrasing}" if e.phrasing else ""
+    return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 
 def search_text(r: SearchResponse) -> str:
     legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
-    head = f"{counted(len(r.hits), 'hit')} for {r.query!r} ({legs})"
+    head = f"{counted(len(r.hits), 'hit')} for {r.query!r}"
+    head += "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
     if r.low_confidence and r.hits:
         head += " — low confidence: the knowledge base may not cover this"
     lines = [head]

@@ -36,6 +36,11 @@ class Explanation(BaseModel):
     dense_rank: int | None = None
     dense_similarity: float | None = None
     fused_score: float
+    phrasing: int = Field(
+        default=0,
+        description="Which phrasing gave this hit its score, and so its ranks: 0 the query, 1 the first "
+        "of also, and so on.",
+    )
 
 
 class SearchHit(BaseModel):
@@ -67,6 +72,11 @@ class SearchHit(BaseModel):
 
 class SearchResponse(BaseModel):
     query: str
+    also: list[str] = Field(
+        default_factory=list,
+        description="The alternative phrasings searched with the query (blank and repeated ones left out, "
+        "capped); explain.phrasing 1 is the first.",
+    )
     hits: list[SearchHit]
     legs: Legs
     low_confidence: bool = Field(

@@ -78,7 +78,7 @@ class Retrieval:
         """
         active = self._live.active
         limits = active.settings.limits
-        request = args.request(limits)
+        request = args.request(limits, active.settings.far_ahead)
         semantic, semantic_error = self._semantic.state(), self._semantic.error
         try:
             result = self.run(request, self._semantic.dense_leg(active.settings))

@@ -20,9 +20,10 @@ from __future__ import annotations
 import logging
 import threading
 from enum import Enum, StrEnum
+from functools import partial
 
 from kbseek.config import Settings
-from kbseek.embed.base import Embedder
+from kbseek.embed.base import Embedder, embed_queries
 from kbseek.errors import IndexIncompatible, KbError
 from kbseek.ingest.indexer import EmbedFn
 from kbseek.search.dense import DenseIndex
@@ -170,7 +171,7 @@ class SemanticLeg:
         if not self.ready or dense is None or embedder is None:
             return None
         return DenseLeg(
-            dense, embedder.embed_query, settings.fusion, settings.dense_weight, settings.rrf_k,
+            dense, partial(embed_queries, embedder), settings.fusion, settings.dense_weight, settings.rrf_k,
             settings.dense_weight_matched, settings.embed.floor,
         )  # fmt: skip
 

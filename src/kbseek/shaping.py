@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbseek.config import Limits, Settings
+from kbseek.errors import InvalidArgument
 from kbseek.guard import LoadedDocument, relative_path
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import (
@@ -74,11 +75,14 @@ class SearchArgs:
     tags: tuple[str, ...]
     explain: bool
     notes: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    """Alternative phrasings, blank and repeated ones removed and capped at ``[limits].max_also``."""
 
-    def request(self, limits: Limits) -> SearchRequest:
+    def request(self, limits: Limits, far_ahead: float) -> SearchRequest:
         return SearchRequest(
             query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, path_prefix=self.path_prefix,
             tags=self.tags, max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
+            far_ahead=far_ahead, also=self.also,
         )  # fmt: skip
 
 
@@ -91,6 +95,7 @@ def search_args(
     tags: Sequence[str] | None = None,
     snippet_chars: int | None = None,
     explain: bool = False,
+    also: Sequence[str] | None = None,
 ) -> SearchArgs:
     """Apply the caps the configuration sets now; an omitted argument takes today's default."""
     notes: list[str] = []
@@ -99,7 +104,40 @@ def search_args(
         "snippet_chars", snippet_chars, limits.default_snippet_chars, 40, limits.max_snippet_chars, notes
     )
     tag_list = tuple(t.strip() for t in (tags or ()) if t.strip())
-    return SearchArgs(query, n, sc, clean_prefix(path_prefix), tag_list, explain, tuple(notes))
+    alternatives = clean_also(query, also or (), limits.max_also, notes)
+    return SearchArgs(query, n, sc, clean_prefix(path_prefix), tag_list, explain, tuple(notes), alternatives)
+
+
+def clean_also(query: str, also: Iterable[str], most: int, notes: list[str]) -> tuple[str, ...]:
+    """The alternative phrasings worth a search: blank ones and repeats (of the query or of each other,
+    ignoring case and spacing) are left out silently, since they could only cost time; beyond ``most``
+    the rest are dropped and a note says so.
+
+    The query stays required: alternatives add to it and never stand in for it, so that every
+    surface keeps one phrasing the response (``query``, ``low_confidence``) is about.
+    """
+    if isinstance(also, str):  # a lone string would be read as its characters
+        also = (also,)
+    if not query.strip() and any(a.strip() for a in also):
+        raise InvalidArgument("query is empty: put the question in query; also only adds phrasings to it")
+    seen = {" ".join(query.split()).casefold()}
+    kept: list[str] = []
+    for text in also:
+        key = " ".join(text.split()).casefold()
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(text.strip())
+    if len(kept) > most:
+        dropped = "; ".join(kept[most:])[:200]
+        if most == 0:
+            notes.append(f"alternative phrasings (also) are turned off here; these were not used: {dropped}")
+        else:
+            notes.append(
+                f"also had {counted(len(kept), 'alternative phrasing')}; only the first {most} were used "
+                f"(the maximum), these were dropped: {dropped}"
+            )
+        kept = kept[:most]
+    return tuple(kept)
 
 
 # -- search --------------------------------------------------------------------------------------------
@@ -128,6 +166,14 @@ def search_response(
             + " — shorten the query"
         )
         codes.append("terms_dropped")
+    for i, compiled in enumerate(result.compiled_also, 1):
+        if compiled.dropped:
+            truncated = True
+            notes.append(
+                f"alternative phrasing {i} (also) had more than {limits.max_query_terms} searchable terms; "
+                "these were not used: " + " ".join(compiled.dropped[:20]) + " — shorten it"
+            )
+            codes.append("terms_dropped")
     if result.more_available:
         notes.append(
             f"more hits exist beyond limit={args.limit}; raise limit or narrow with path_prefix/tags"
@@ -138,14 +184,15 @@ def search_response(
     if note is not None and code is not None:
         notes.append(note)
         codes.append(code)
-    legs = Legs(lexical="ok" if result.compiled.terms else "no_terms", semantic=shown.value)
+    has_terms = any(c.terms for c in (result.compiled, *result.compiled_also))
+    legs = Legs(lexical="ok" if has_terms else "no_terms", semantic=shown.value)
     if not hits:
-        no_terms = not result.compiled.terms
+        no_terms = not has_terms
         notes.append(empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions))
         codes.append("empty")
     response = SearchResponse(
-        query=args.query, hits=hits, legs=legs, truncated=truncated, notes=notes, note_codes=codes,
-        index=summary, low_confidence=result.low_confidence,
+        query=args.query, also=list(args.also), hits=hits, legs=legs, truncated=truncated, notes=notes,
+        note_codes=codes, index=summary, low_confidence=result.low_confidence,
     )  # fmt: skip
     return fit_search(response, limits.max_response_chars)
 
@@ -159,7 +206,7 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
         uri=document_uri(c.path) if c.path in servable else None,
         explain=Explanation(
             lexical_rank=f.lexical_rank, lexical_score=f.lexical_score, dense_rank=f.dense_rank,
-            dense_similarity=f.dense_similarity, fused_score=f.score,
+            dense_similarity=f.dense_similarity, fused_score=f.score, phrasing=f.phrasing,
         ) if explain else None,
     )  # fmt: skip
 

@@ -40,6 +40,17 @@ def test_search_prints_hits_and_json(runner: CliRunner, kb_root: Path) -> None:
     assert data["hits"][0]["path"] == "notes/障害対応.md"
 
 
+def test_search_takes_alternative_phrasings_with_also(runner: CliRunner, kb_root: Path) -> None:
+    run(runner, "index", "--kb", str(kb_root), "--lexical-only")
+    args = ["search", "--kb", str(kb_root), "--lexical-only", "--json", "kitten pictures"]
+    code, out, _ = run(runner, *args, "--also", "猫の写真", "--also", "coffee machine")
+    data = json.loads(out)
+    assert code == 0 and data["also"] == ["猫の写真", "coffee machine"]
+    assert {"notes/障害対応.md", "notes/plain.txt"} <= {h["path"] for h in data["hits"]}
+    code, out, _ = run(runner, "search", "--kb", str(kb_root), "--lexical-only", "kitten", "--also", "猫")
+    assert code == 0 and "notes/障害対応.md" in out and "'猫'" in out
+
+
 def test_status_and_get_work_from_the_cli(runner: CliRunner, kb_root: Path) -> None:
     run(runner, "index", "--kb", str(kb_root), "--lexical-only")
     code, out, _ = run(runner, "status", "--kb", str(kb_root), "--lexical-only", "--json")

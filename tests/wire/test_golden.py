@@ -23,11 +23,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # rounded down a little so that harmless ranking noise does not fail the build.
 FLOORS = {
     ("overall", "ndcg@10"): 0.83,  # measured 0.849
-    ("overall", "recall@5"): 0.93,  # 0.947
+    ("overall", "recall@5"): 0.92,  # 0.930 (0.947 before distinct documents first, decision 0012)
     ("kind:identifier", "recall@1"): 1.0,  # 1.0
     ("kind:japanese", "recall@5"): 1.0,  # 1.0
     ("kind:cross-lingual-en-ja", "recall@5"): 0.95,  # 1.0
-    ("kind:cross-lingual-ja-en", "recall@5"): 0.85,  # 0.857
+    # 0.714: one query expects the second section of the document that ranks first; with distinct
+    # documents first that section waits behind other documents (decision 0012). The document is found.
+    ("kind:cross-lingual-ja-en", "recall@5"): 0.7,
     ("kind:paraphrase", "recall@5"): 0.9,  # 0.909
     ("kind:multi-answer", "recall@5"): 0.95,  # 1.0
     ("kind:unanswerable", "abstained"): 0.6,  # 0.667

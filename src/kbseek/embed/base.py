@@ -251,6 +251,22 @@ def unit_rows(vectors: np.ndarray, *, expected_dim: int, source: str) -> np.ndar
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """A ``(len(texts), dim)`` array of query vectors, in one model call when the embedder offers one.
+
+    A search with alternative phrasings embeds several queries at once; a batch costs about one call
+    of a local model and one round trip to a server, where a loop costs one each. ``embed_queries`` is
+    not part of :class:`Embedder`, so an embedder written against the protocol keeps working: without
+    the method each text goes through ``embed_query``.
+    """
+    batch = getattr(embedder, "embed_queries", None)
+    if callable(batch):
+        return np.asarray(batch(list(texts)), dtype=np.float32)
+    if not texts:
+        return np.empty((0, embedder.dim), dtype=np.float32)
+    return np.stack([np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts])
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Materialise ``texts`` as a list of str, refusing a lone string.
 

@@ -43,7 +43,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kbseek.embed.base import E5_MODELS
+from kbseek.embed.base import E5_MODELS, check_texts
 from kbseek.embed.local import LocalEmbedder
 from kbseek.errors import EmbedderUnavailable
 
@@ -112,8 +112,13 @@ class E5Embedder(LocalEmbedder[_E5Model]):
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
-        vector: np.ndarray = self._check(self._loaded_model().query([_c_safe(text)]))[0]
+        vector: np.ndarray = self.embed_queries([text])[0]
         return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries with e5's query prefix, in one call of the engine."""
+        items = check_texts(texts)
+        return self._check(self._loaded_model().query([_c_safe(t) for t in items]))
 
 
 def _c_safe(text: str) -> str:

@@ -150,8 +150,12 @@ class HttpEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"query is {type(text).__name__}, not str")
-        vector: np.ndarray = self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_queries([text])[0]
         return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Several queries in one request (a search with alternative phrasings)."""
+        return self.embed_documents(texts)
 
     # ------------------------------------------------------------------ wire
 

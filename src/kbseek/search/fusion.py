@@ -20,6 +20,9 @@ class Fused:
     lexical_score: float | None = None
     dense_rank: int | None = None
     dense_similarity: float | None = None
+    phrasing: int = 0
+    """Which phrasing of the search gave this score: 0 the query, 1.. its alternatives (``also``);
+    the ranks and scores above are that phrasing's."""
 
 
 def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]]) -> dict[int, Fused]:
@@ -85,6 +88,24 @@ def adaptive_weight(unmatched: float, matched: float, top_coverage: float) -> fl
     """
     c = min(max(top_coverage, 0.0), 1.0)
     return unmatched - (unmatched - matched) * c
+
+
+def best_of(rankings: Sequence[Sequence[Fused]]) -> list[Fused]:
+    """One ranking from several phrasings of a search: each chunk at its best score over them.
+
+    The rankings must be on one scale (blend: lexical normalised per phrasing and dense cosine on
+    the model's scale; RRF: rank votes), so a chunk one phrasing finds well is not outvoted by
+    phrasings that miss it (docs/decisions/0011). A tie keeps the earlier phrasing, the query first.
+    Each kept entry records its phrasing, so ``explain`` shows the ranks that gave the score.
+    """
+    best: dict[int, Fused] = {}
+    for i, ranked in enumerate(rankings):
+        for f in ranked:
+            held = best.get(f.rowid)
+            if held is None or f.score > held.score:
+                f.phrasing = i
+                best[f.rowid] = f
+    return sorted(best.values(), key=lambda f: (-f.score, f.rowid))
 
 
 def lexical_only(lexical: Sequence[tuple[int, float]]) -> list[Fused]:

@@ -14,6 +14,7 @@ from kbseek.ingest.parsers import has_markup
 from kbseek.search import fusion
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import DenseIndex
+from kbseek.search.diversity import distinct_first
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
 from kbseek.store.base import ChunkRow, Store
@@ -28,7 +29,7 @@ class SearchRequest:
     """One query with its caps already decided.
 
     The caps carry no defaults here: their one source is the configuration (``[limits]``), and a
-    default written again here would drift from it unnoticed. Only the filters are optional.
+    default written again here would drift from it unnoticed. Only the filters and ``also`` are optional.
     """
 
     query: str
@@ -38,8 +39,19 @@ class SearchRequest:
     """``[limits].max_query_terms``."""
     max_hits_per_document: int
     """``[limits].max_hits_per_document``."""
+    far_ahead: float
+    """``[search].far_ahead``: when a second chunk of a document may keep its rank (``search.diversity``)."""
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    """Alternative phrasings of the query, already capped (``[limits].max_also``) by the caller. Each is
+    ranked like the query and every chunk keeps its best score over them (docs/decisions/0011); a blank
+    one ranks nothing but keeps its place, so ``Fused.phrasing`` always indexes :attr:`phrasings`."""
+
+    @property
+    def phrasings(self) -> tuple[str, ...]:
+        """The query, then its alternatives: ``Fused.phrasing`` indexes this."""
+        return (self.query, *self.also)
 
 
 @dataclass(frozen=True)
@@ -53,10 +65,13 @@ class RankedHit:
 class PipelineResult:
     hits: list[RankedHit]
     compiled: CompiledQuery
+    """The query's own terms (what ``legs.lexical`` and a dropped-terms note speak of)."""
     semantic_used: bool
     more_available: bool
     """True when more de-duplicated hits existed than ``limit`` allowed."""
     low_confidence: bool
+    compiled_also: tuple[CompiledQuery, ...] = ()
+    """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +83,9 @@ class DenseLeg:
     """
 
     index: DenseIndex
-    embed_query: Callable[[str], np.ndarray]
+    embed_queries: Callable[[Sequence[str]], np.ndarray]
+    """``(len(texts), dim)`` query vectors: one call embeds every phrasing of a search
+    (``embed.base.embed_queries``)."""
     fusion: str
     """``"blend"`` or ``"rrf"`` (``[search].fusion``)."""
     dense_weight: float
@@ -81,60 +98,96 @@ class DenseLeg:
     """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec.floor``)."""
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """One phrasing's own fused ranking, with what its low-confidence check needs."""
+
+    ranked: list[fusion.Fused]
+    compiled: CompiledQuery
+    coverage: dict[int, float]
+    best_similarity: float | None
+    """The dense leg's best similarity for this phrasing; ``None`` when the dense leg did not answer."""
+
+
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
-    compiled = compile_query(request.query, max_terms=request.max_terms)
+    phrasings = request.phrasings
+    compiled = [compile_query(p, max_terms=request.max_terms) for p in phrasings]
+    said = [i for i, p in enumerate(phrasings) if p.strip()]
+    vectors: dict[int, np.ndarray] = {}
+    allowed: set[int] | None = None
+    if dense is not None and said:
+        allowed = store.filtered_rowids(request.path_prefix, request.tags)
+        embedded = dense.embed_queries([phrasings[i] for i in said])  # one model call for all of them
+        vectors = {i: embedded[n] for n, i in enumerate(said)}
+    # With alternatives and no dense leg, raw BM25 of different phrasings is on no common scale:
+    # each is normalised (and weighed by coverage) as the blend's lexical part is.
+    normalise = len(said) > 1
+    per = [
+        _rank_one(store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise)
+        for i in range(len(phrasings))
+    ]
+    ranked = per[0].ranked if len(per) == 1 else fusion.best_of([p.ranked for p in per])
+
+    rows = store.chunks_by_rowid([f.rowid for f in ranked])
+    chosen, more = distinct_first(
+        ranked, rows, limit=request.limit, per_document=request.max_hits_per_document,
+        far_ahead=request.far_ahead,
+    )  # fmt: skip
+    shown = tuple(p for p in phrasings if p.strip())
+    hits = [
+        RankedHit(rows[f.rowid], _snippet(rows[f.rowid], shown, request.snippet_chars), f) for f in chosen
+    ]
+    # Low only if every phrasing is: one phrasing that finds its answer well is enough to answer from.
+    low = not hits or all(_low_confidence(store, p, rows) for p in per)
+    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]))
+
+
+def _rank_one(
+    store: Store,
+    request: SearchRequest,
+    compiled: CompiledQuery,
+    dense: DenseLeg | None,
+    vector: np.ndarray | None,
+    allowed: set[int] | None,
+    *,
+    normalise: bool,
+) -> _Ranked:
+    """Both legs for one phrasing, fused as configured (lexical only without a vector)."""
     lexical = lexical_candidates(
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
     )
-    dense_hits: list[tuple[int, float]] = []
     cov: dict[int, float] = {}
-    if dense is not None and request.query.strip():
-        allowed = store.filtered_rowids(request.path_prefix, request.tags)
-        qvec = dense.embed_query(request.query)
-        dense_hits = _on_one_scale(
-            dense.index.search(qvec, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
-        )
-        if dense.fusion == "rrf":
-            ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
-        else:
-            cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
-            ranked = fusion.blend(
-                lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
-                coverage=cov,
-            )  # fmt: skip
-    else:
-        ranked = fusion.lexical_only(lexical)
-
-    rows = store.chunks_by_rowid([f.rowid for f in ranked])
-    chosen, more = _deduplicate(ranked, rows, request.limit, request.max_hits_per_document)
-    hits = [
-        RankedHit(rows[f.rowid], _snippet(rows[f.rowid], request.query, request.snippet_chars), f)
-        for f in chosen
-    ]
-    return PipelineResult(
-        hits,
-        compiled,
-        dense is not None,
-        more,
-        _low_confidence(store, compiled, hits, dense_hits, dense is not None, cov),
+    if dense is None or vector is None:
+        if not normalise:
+            return _Ranked(fusion.lexical_only(lexical), compiled, cov, None)
+        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
+        ranked = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov)
+        return _Ranked(ranked, compiled, cov, None)
+    dense_hits = _on_one_scale(
+        dense.index.search(vector, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
     )
+    if dense.fusion == "rrf":
+        ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
+    else:
+        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
+        ranked = fusion.blend(
+            lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
+            coverage=cov,
+        )  # fmt: skip
+    return _Ranked(ranked, compiled, cov, dense_hits[0][1] if dense_hits else None)
 
 
-def _low_confidence(
-    store: Store,
-    compiled: CompiledQuery,
-    hits: list[RankedHit],
-    dense_hits: list[tuple[int, float]],
-    semantic: bool,
-    known: dict[int, float],
-) -> bool:
-    """Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup."""
-    if not hits:
+def _low_confidence(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) -> bool:
+    """Whether one phrasing's own best hit is weak.
+
+    Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup.
+    """
+    top = next((f.rowid for f in phrasing.ranked if f.rowid in rows), None)
+    if top is None:
         return True
-    top = hits[0].chunk.rowid
-    cov = known[top] if top in known else lexical_coverage(store, compiled, [top]).get(top, 0.0)
-    best_similarity = dense_hits[0][1] if semantic and dense_hits else None
-    return is_low_confidence(has_hits=True, top_similarity=best_similarity, top_coverage=cov)
+    known = phrasing.coverage
+    cov = known[top] if top in known else lexical_coverage(store, phrasing.compiled, [top]).get(top, 0.0)
+    return is_low_confidence(has_hits=True, top_similarity=phrasing.best_similarity, top_coverage=cov)
 
 
 def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int, float]]:
@@ -144,32 +197,13 @@ def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int
     return [(rowid, (sim - floor) / (1.0 - floor)) for rowid, sim in hits]
 
 
-def _snippet(row: ChunkRow, query: str, chars: int) -> Snippet:
+def _snippet(row: ChunkRow, phrasings: Sequence[str], chars: int) -> Snippet:
     """``chars == 0`` skips snippet building, for callers that only need the ranking (eval, benchmarks).
 
-    The snippet is given the query as written, not its compiled terms: only the analyzer's view
-    of the whole query tells a word from a bigram of an unknown Japanese word (``text.snippets``).
+    The snippet is given the query and its alternatives as written, not their compiled terms: only
+    the analyzer's view of a whole phrasing tells a word from a bigram of an unknown Japanese word
+    (``text.snippets``). A hit an alternative found shows that alternative's words highlighted.
     """
     if chars <= 0:
         return Snippet("", 0, 0, (), 0)
-    return make_snippet(row.text, (query,), chars, markup=has_markup(row.parser))
-
-
-def _deduplicate(
-    ranked: Sequence[fusion.Fused], rows: dict[int, ChunkRow], limit: int, per_document: int
-) -> tuple[list[fusion.Fused], bool]:
-    """Keep the best chunks, at most ``per_document`` per document and none overlapping a kept one."""
-    kept: list[fusion.Fused] = []
-    spans: dict[int, list[tuple[int, int]]] = {}
-    for f in ranked:
-        row = rows.get(f.rowid)
-        if row is None:  # deleted between the two queries
-            continue
-        taken = spans.setdefault(row.document_id, [])
-        if len(taken) >= per_document or any(row.start < e and s < row.end for s, e in taken):
-            continue
-        if len(kept) == limit:
-            return kept, True
-        taken.append((row.start, row.end))
-        kept.append(f)
-    return kept, False
+    return make_snippet(row.text, tuple(phrasings), chars, markup=has_markup(row.parser))

@@ -98,7 +98,8 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
         description=(
             "Find passages in the knowledge base. Returns ranked hits with a snippet centred on the match, "
             "the chunk_id to pass to fetch, the document path to cite and the heading path. Works in English "
-            "and Japanese, across languages, for questions or keywords."
+            "and Japanese, across languages, for questions or keywords; `also` adds other phrasings of the "
+            "question when the query alone may miss."
         ),
     )
     def search(
@@ -116,13 +117,22 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             Field(description="Snippet length in characters; omit for the configured default. Clamped."),
         ] = None,
         explain: Annotated[bool, Field(description="Include per-leg ranks and scores for each hit.")] = False,
+        also: Annotated[
+            list[str] | None,
+            Field(
+                description="Up to 3 other phrasings of the same question, searched with it; each hit ranks "
+                "by its best phrasing. Add one when the query alone may miss: the question in the knowledge "
+                "base's other language (English/Japanese), a keyword form of an identifier-like question, "
+                "or a one-sentence hypothetical answer to a vague question."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchResponse]:
         with _tool_errors("search"):
             if not query.strip():
                 raise InvalidArgument("query is empty: pass the words or question to search for")
             r = kb.search(
                 query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
-                explain=explain,
+                explain=explain, also=also or (),
             )  # fmt: skip
             return _result(r, render.search_text(r))
 

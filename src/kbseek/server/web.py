@@ -94,6 +94,7 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
                 path_prefix=request.query_params.get("path_prefix") or None,
                 tags=[t for t in request.query_params.getlist("tag") if t.strip()],
                 snippet_chars=_int_param(request, "snippet_chars"),
+                also=request.query_params.getlist("also"),
             )
 
         return await _answer(request, call)
