@@ -18,9 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-PHASES = ("scan", "parse", "embed")
-"""The phases of a pass, in the order they run."""
-
 UNITS = {"scan": "files", "parse": "files", "embed": "chunks"}
 """What each phase counts."""
 

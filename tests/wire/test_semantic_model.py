@@ -8,16 +8,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import Client
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import EmbedderSpec, make_embedder
 from kbseek.embed.base import Embedder
-from kbseek.server.mcp import build_server
+from tests.wire.test_semantic import paths, search
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -45,17 +43,6 @@ def hybrid(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iter
     core.index()
     yield core
     core.close()
-
-
-async def search(core: KnowledgeBase, query: str, **args: Any) -> dict[str, Any]:
-    async with Client(build_server(core)) as client:
-        result = await client.call_tool("search", {"query": query, **args})
-    assert not result.is_error
-    return result.structured_content or {}
-
-
-def paths(data: dict[str, Any], n: int = 5) -> list[str]:
-    return [h["path"] for h in data["hits"][:n]]
 
 
 async def test_a_paraphrase_with_no_shared_words_finds_the_runbook(hybrid: KnowledgeBase) -> None:

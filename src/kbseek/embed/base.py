@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -265,6 +265,15 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     if not texts:
         return np.empty((0, embedder.dim), dtype=np.float32)
     return np.stack([np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts])
+
+
+def query_vector(embed_batch: Callable[[Sequence[str]], np.ndarray], text: str) -> np.ndarray:
+    """One query through a provider's batch path, so a lone query and a query with alternative
+    phrasings are embedded the same way (prefix, clean-up, checks)."""
+    if not isinstance(text, str):
+        raise TypeError(f"query is {type(text).__name__}, not str")
+    vector: np.ndarray = embed_batch([text])[0]
+    return vector
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -109,12 +109,6 @@ class E5Embedder(LocalEmbedder[_E5Model]):
     def _encode(self, batch: list[str]) -> np.ndarray:
         return self._loaded_model().passage([_c_safe(t) for t in batch])
 
-    def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise TypeError(f"query is {type(text).__name__}, not str")
-        vector: np.ndarray = self.embed_queries([text])[0]
-        return vector
-
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Queries with e5's query prefix, in one call of the engine."""
         items = check_texts(texts)

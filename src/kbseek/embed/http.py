@@ -58,7 +58,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import numpy as np
 
-from kbseek.embed.base import check_texts, redact_url, unit_rows
+from kbseek.embed.base import check_texts, query_vector, redact_url, unit_rows
 from kbseek.errors import ConfigError, EmbedderUnavailable
 from kbseek.words import counted
 
@@ -148,10 +148,7 @@ class HttpEmbedder:
         return unit_rows(out, expected_dim=dim, source=f"embedding server at {self._base}")
 
     def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise TypeError(f"query is {type(text).__name__}, not str")
-        vector: np.ndarray = self.embed_queries([text])[0]
-        return vector
+        return query_vector(self.embed_queries, text)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Several queries in one request (a search with alternative phrasings)."""

@@ -13,7 +13,7 @@ from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from kbseek.embed.base import check_texts, unit_rows
+from kbseek.embed.base import check_texts, query_vector, unit_rows
 
 ModelT = TypeVar("ModelT")
 """The provider's model object, typed by a Protocol of the few methods kbseek calls."""
@@ -86,10 +86,7 @@ class LocalEmbedder(Generic[ModelT]):
         return self._check(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise TypeError(f"query is {type(text).__name__}, not str")
-        vector: np.ndarray = self.embed_queries([text])[0]
-        return vector
+        return query_vector(self.embed_queries, text)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Several queries in one model call (a search with alternative phrasings); no query prefix

@@ -67,7 +67,7 @@ def distinct_first(
     for i, f in enumerate(live):
         row = rows[f.rowid]
         taken = spans.setdefault(row.document_id, [])
-        if len(taken) >= per_document or any(row.start < e and s < row.end for s, e in taken):
+        if not _fits(row, taken, per_document):
             continue
         if row.document_id in shown and not _far_ahead(f.score, next_opening[i], far_ahead):
             deferred.append(f)
@@ -80,13 +80,18 @@ def distinct_first(
     for f in deferred:
         row = rows[f.rowid]
         taken = spans[row.document_id]
-        if len(taken) >= per_document or any(row.start < e and s < row.end for s, e in taken):
+        if not _fits(row, taken, per_document):  # chunks kept since it was deferred may now exclude it
             continue
         if len(kept) == limit:
             return kept, True
         taken.append((row.start, row.end))
         kept.append(f)
     return kept, False
+
+
+def _fits(row: Placed, taken: Sequence[tuple[int, int]], per_document: int) -> bool:
+    """Room left for this document, and no overlap with a kept chunk of it."""
+    return len(taken) < per_document and not any(row.start < e and s < row.end for s, e in taken)
 
 
 def _opening_positions(live: Sequence[Ranked], rows: Mapping[int, Placed]) -> set[int]:
