@@ -3,6 +3,7 @@
     python benchmarks/devset.py                       # every collection, default settings, both halves
     python benchmarks/devset.py --legs                # also lexical-only and dense-only, same run
     python benchmarks/devset.py --only react-mixed --json
+    python benchmarks/devset.py --legs --provider use+e5   # another embedding provider (own index)
 
 The sets live in ``benchmarks/devsets/*.yml``. Each query belongs to one half,
 ``tune`` or ``heldout``, by a rule fixed before any number was looked at
@@ -34,6 +35,7 @@ import yaml
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.embed.base import PROVIDERS, EmbedderSpec
 from kbseek.eval import GoldenQuery, QueryResult, load_golden, run_eval
 
 HERE = Path(__file__).resolve().parent
@@ -185,14 +187,18 @@ VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
 """Settings overrides, and whether the queries' ``also`` phrasings are sent (as an agent would)."""
 
 
-def run(names: Sequence[str], variants: Sequence[str]) -> list[dict[str, Any]]:
+def run(names: Sequence[str], variants: Sequence[str], provider: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    embed = EmbedderSpec(provider=provider)
     for name in names:
         queries = load_golden(SETS / f"{name}.yml")
         halves = split_of(name, queries)
         root = assemble(name)
+        # The default provider's index sits in the collection, any other one beside it.
+        index_dir = None if provider == EmbedderSpec().provider else WORK / f"{name}.index-{provider}"
+        fixed = {"root": root, "index_dir": index_dir, "embed": embed, "freshness_interval_s": 1e9}
         started = time.perf_counter()
-        base = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=1e9))
+        base = KnowledgeBase(settings=Settings(**fixed))
         report = base.index()
         index_s = time.perf_counter() - started
         print(f"{name}: {base.summary().documents} documents, {base.summary().chunks} chunks "
@@ -201,17 +207,14 @@ def run(names: Sequence[str], variants: Sequence[str]) -> list[dict[str, Any]]:
         for variant in variants:
             overrides, with_also = VARIANTS[variant]
             semantic = overrides.get("semantic", True)
-            kb = KnowledgeBase(
-                settings=Settings(root=root, freshness_interval_s=1e9, **overrides),
-                embedder=shared if semantic else None,
-            )
+            kb = KnowledgeBase(settings=Settings(**fixed, **overrides), embedder=shared if semantic else None)
             started = time.perf_counter()
             results = run_eval(kb, queries, with_also=with_also)
             per_query_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
             kb.close()
             scored = [Scored(r.query, halves[r.query.id], r) for r in results]
             for half in HALVES:
-                rows.append({"collection": name, "variant": variant, "half": half,
+                rows.append({"collection": name, "provider": provider, "variant": variant, "half": half,
                              "ms per query": per_query_ms,
                              **metrics([s for s in scored if s.half == half])})  # fmt: skip
         base.close()
@@ -219,15 +222,20 @@ def run(names: Sequence[str], variants: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    keys = [k for k in rows[0] if k not in ("collection", "variant", "half")]
-    lines = ["| collection | variant | half | " + " | ".join(keys) + " |", "|---" * (len(keys) + 3) + "|"]
+    keys = [k for k in rows[0] if k not in ("collection", "provider", "variant", "half")]
+    lines = [
+        "| collection | provider | variant | half | " + " | ".join(keys) + " |",
+        "|---" * (len(keys) + 4) + "|",
+    ]
     for row in rows:
         cells = [
             "—" if row[k] is None else f"{row[k]:.3f}" if isinstance(row[k], float) else str(row[k])
             for k in keys
         ]
         lines.append(
-            f"| {row['collection']} | {row['variant']} | {row['half']} | " + " | ".join(cells) + " |"
+            f"| {row['collection']} | {row['provider']} | {row['variant']} | {row['half']} | "
+            + " | ".join(cells)
+            + " |"
         )
     return "\n".join(lines)
 
@@ -254,13 +262,17 @@ def main() -> None:
     parser.add_argument("--legs", action="store_true", help="Also score lexical-only and dense-only.")
     parser.add_argument("--half", choices=HALVES, help="Print only this half.")
     parser.add_argument("--json", action="store_true", help="Print the rows as JSON.")
+    parser.add_argument(
+        "--provider", default=EmbedderSpec().provider, choices=[p for p in PROVIDERS if p != "http"],
+        help="Embedding provider (a non-default one gets its own index beside the collection).",
+    )  # fmt: skip
     parser.add_argument("--write-split", action="store_true", help="Write devsets/split.yml and stop.")
     args = parser.parse_args()
     names = args.only or sorted(ASSEMBLE)
     if args.write_split:
         write_split(sorted(ASSEMBLE))
         return
-    rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"])
+    rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"], args.provider)
     if args.half:
         rows = [r for r in rows if r["half"] == args.half]
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))

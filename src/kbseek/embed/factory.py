@@ -8,7 +8,7 @@ providers → base.
 
 from __future__ import annotations
 
-from kbseek.embed.base import E5_MODELS, Embedder, EmbedderSpec, provider_list
+from kbseek.embed.base import E5_MODELS, PAIR, Embedder, EmbedderSpec, provider_list
 from kbseek.errors import ConfigError
 
 
@@ -27,6 +27,15 @@ def make_embedder(spec: EmbedderSpec) -> Embedder:
         from kbseek.embed.e5 import E5Embedder
 
         return E5Embedder(model=spec.model or E5_MODELS[0], threads=spec.threads, batch_size=spec.batch_size)
+    if spec.provider == PAIR:
+        from kbseek.embed.e5 import E5Embedder
+        from kbseek.embed.pair import PairEmbedder
+        from kbseek.embed.use import UseEmbedder
+
+        return PairEmbedder(
+            UseEmbedder(threads=spec.threads, batch_size=spec.batch_size),
+            E5Embedder(model=E5_MODELS[0], threads=spec.threads, batch_size=spec.batch_size),
+        )
     if spec.provider == "http":
         from kbseek.embed.http import HttpEmbedder
 

@@ -2,11 +2,17 @@
 
 Brute force is exact and, at the sizes a notes folder reaches, faster than
 building an approximate index: one matrix-vector product per query.
+
+A vector may be the concatenation of several models' vectors (``embed.pair``):
+each part unit length, scaled by ``1/sqrt(parts)`` so the whole row is unit length
+too. :meth:`DenseIndex.search_parts` then reads each model's cosine on its own,
+because the fusion trusts the models in different places (docs/decisions/0013).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -70,3 +76,36 @@ class DenseIndex:
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
+
+    def search_parts(
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+    ) -> list[tuple[int, tuple[float, ...]]]:
+        """(chunk rowid, each part's cosine) for the best ``k`` rows of every part, unranked.
+
+        ``parts`` are the lengths of the concatenated vectors, in order; they sum to the dimension.
+        A row is a candidate when any part ranks it in its top ``k``: a model that alone finds a
+        passage is never silenced here (the fusion decides how much each part counts).
+        """
+        if sum(parts) != self.dim:
+            raise ValueError(f"vector parts {tuple(parts)} do not add up to the dimension {self.dim}")
+        with self._lock:
+            ids, matrix = self._ids, self._matrix
+        if len(ids) == 0 or k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        mask = None
+        if allowed is not None:
+            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        scale = float(len(parts))  # each part was scaled by 1/sqrt(n) in both the row and the query
+        k = min(k, len(ids))
+        cosines: list[np.ndarray] = []
+        chosen: set[int] = set()
+        start = 0
+        for width in parts:
+            sims = (matrix[:, start : start + width] @ q[start : start + width]) * scale
+            start += width
+            cosines.append(sims)
+            ranked = np.where(mask, sims, -np.inf) if mask is not None else sims
+            top = np.argpartition(-ranked, k - 1)[:k]
+            chosen.update(int(i) for i in top if np.isfinite(ranked[i]))
+        return [(int(ids[i]), tuple(float(c[i]) for c in cosines)) for i in sorted(chosen)]

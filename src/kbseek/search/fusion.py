@@ -8,8 +8,10 @@ decided by measurement (see docs/decisions), not by habit. The weights and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+
+from kbseek.embed.base import VectorPart
 
 
 @dataclass
@@ -106,6 +108,35 @@ def best_of(rankings: Sequence[Sequence[Fused]]) -> list[Fused]:
                 f.phrasing = i
                 best[f.rowid] = f
     return sorted(best.values(), key=lambda f: (-f.score, f.rowid))
+
+
+def gated_dense(
+    candidates: Sequence[tuple[int, tuple[float, ...]]],
+    parts: Sequence[VectorPart],
+    *,
+    query_japanese: bool,
+    japanese: Collection[int],
+) -> list[tuple[int, float]]:
+    """One dense similarity per chunk from several models' cosines, best first.
+
+    Each cosine is put on its model's scale (``(cos - floor) / (1 - floor)``) and the chunk's
+    similarity is the mean over the models that may speak for it: all of them for a chunk in the
+    query's language, only the cross-language ones for a chunk in the other language. Measured:
+    multilingual e5 rates every passage in the query's language above the right passage in the
+    other one, so letting it vote there buries cross-language answers; within a language it is the
+    better judge of a paraphrase. ``japanese``: the candidates written in Japanese (``text.language``).
+    """
+    out: list[tuple[int, float]] = []
+    for rowid, cosines in candidates:
+        same = (rowid in japanese) == query_japanese
+        scores = [
+            (cos - part.floor) / (1.0 - part.floor)
+            for cos, part in zip(cosines, parts, strict=True)
+            if same or not part.own_language_only
+        ]
+        out.append((rowid, sum(scores) / len(scores) if scores else 0.0))
+    out.sort(key=lambda item: (-item[1], item[0]))
+    return out
 
 
 def lexical_only(lexical: Sequence[tuple[int, float]]) -> list[Fused]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbseek.embed.base import VectorPart
 from kbseek.ingest.parsers import has_markup
 from kbseek.search import fusion
 from kbseek.search.confidence import is_low_confidence
@@ -18,6 +19,7 @@ from kbseek.search.diversity import distinct_first
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
 from kbseek.store.base import ChunkRow, Store
+from kbseek.text.language import is_japanese
 from kbseek.text.snippets import Snippet, make_snippet
 
 CANDIDATES_PER_LEG = 100
@@ -96,6 +98,10 @@ class DenseLeg:
     ``None`` keeps ``dense_weight`` for every query."""
     similarity_floor: float
     """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec.floor``)."""
+    parts: tuple[VectorPart, ...]
+    """The models whose vectors are concatenated in each row (``embed.pair``), each read on its own
+    and gated by language (``fusion.gated_dense``); empty for one model, which ``similarity_floor``
+    then describes."""
 
 
 @dataclass(frozen=True)
@@ -122,13 +128,17 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     # With alternatives and no dense leg, raw BM25 of different phrasings is on no common scale:
     # each is normalised (and weighed by coverage) as the blend's lexical part is.
     normalise = len(said) > 1
+    rows: dict[int, ChunkRow] = {}
     per = [
-        _rank_one(store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise)
+        _rank_one(
+            store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise,
+            phrasing=phrasings[i], rows=rows,
+        )
         for i in range(len(phrasings))
-    ]
+    ]  # fmt: skip
     ranked = per[0].ranked if len(per) == 1 else fusion.best_of([p.ranked for p in per])
 
-    rows = store.chunks_by_rowid([f.rowid for f in ranked])
+    rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
     chosen, more = distinct_first(
         ranked, rows, limit=request.limit, per_document=request.max_hits_per_document,
         far_ahead=request.far_ahead,
@@ -151,8 +161,14 @@ def _rank_one(
     allowed: set[int] | None,
     *,
     normalise: bool,
+    phrasing: str,
+    rows: dict[int, ChunkRow],
 ) -> _Ranked:
-    """Both legs for one phrasing, fused as configured (lexical only without a vector)."""
+    """Both legs for one phrasing, fused as configured (lexical only without a vector).
+
+    ``rows`` caches the chunks read for this search (the language gate reads their text), so the
+    hits reuse them.
+    """
     lexical = lexical_candidates(
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
     )
@@ -163,9 +179,12 @@ def _rank_one(
         cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
         ranked = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov)
         return _Ranked(ranked, compiled, cov, None)
-    dense_hits = _on_one_scale(
-        dense.index.search(vector, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
-    )
+    if dense.parts:
+        dense_hits = _gated(store, dense, vector, allowed, phrasing, rows)
+    else:
+        dense_hits = _on_one_scale(
+            dense.index.search(vector, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
+        )
     if dense.fusion == "rrf":
         ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
     else:
@@ -188,6 +207,24 @@ def _low_confidence(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) 
     known = phrasing.coverage
     cov = known[top] if top in known else lexical_coverage(store, phrasing.compiled, [top]).get(top, 0.0)
     return is_low_confidence(has_hits=True, top_similarity=phrasing.best_similarity, top_coverage=cov)
+
+
+def _gated(
+    store: Store,
+    dense: DenseLeg,
+    vector: np.ndarray,
+    allowed: set[int] | None,
+    phrasing: str,
+    rows: dict[int, ChunkRow],
+) -> list[tuple[int, float]]:
+    """The dense hits of a concatenated vector: each model's cosine, gated by the chunk's language."""
+    candidates = dense.index.search_parts(vector, CANDIDATES_PER_LEG, [p.dim for p in dense.parts], allowed)
+    rows.update(store.chunks_by_rowid([r for r, _ in candidates if r not in rows]))
+    japanese = {r for r, _ in candidates if r in rows and is_japanese(rows[r].text)}
+    gated = fusion.gated_dense(
+        candidates, dense.parts, query_japanese=is_japanese(phrasing), japanese=japanese
+    )
+    return gated[:CANDIDATES_PER_LEG]
 
 
 def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int, float]]:
