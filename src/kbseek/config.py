@@ -8,6 +8,7 @@ silently ignored is a setting the user believes is on.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -104,7 +105,11 @@ class Settings:
     """A second chunk of a document keeps its rank only at ``1 + far_ahead`` times the next new
     document's score; otherwise distinct documents come first (docs/decisions/0012). ``inf``: never."""
     freshness_interval_s: float = 1.0
-    """Minimum time between two stat scans made before answering a call (T10)."""
+    """Minimum time between two stat scans made before answering a call (T10), when no watcher runs."""
+    reconcile_interval_s: float = 300.0
+    """While the file watcher runs: time between two full stat scans on a background thread, which
+    recover what the watcher missed (an overflowed event queue, a change before it started) without
+    putting a scan on any call's path (docs/decisions/0015)."""
 
     def __post_init__(self) -> None:
         if self.max_file_bytes <= 0:
@@ -126,6 +131,11 @@ class Settings:
             raise ConfigError(f"[search].far_ahead must be 0 or more (inf: never), not {self.far_ahead}")
         if self.freshness_interval_s < 0:
             raise ConfigError("[index].freshness_interval must not be negative")
+        if not 0 < self.reconcile_interval_s < math.inf:  # also refuses NaN
+            raise ConfigError(
+                "[index].reconcile_interval must be a finite number of seconds above 0, "
+                f"not {self.reconcile_interval_s}"
+            )
 
 
 # Config-file layout: top-level keys and tables, each mapped to Settings fields.
@@ -136,7 +146,7 @@ _TABLES: dict[str, set[str]] = {
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
     "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead"},
-    "index": {"freshness_interval"},
+    "index": {"freshness_interval", "reconcile_interval"},
 }
 
 
@@ -268,6 +278,10 @@ def build_settings(
         kwargs["freshness_interval_s"] = _typed(
             "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
         )
+    if "reconcile_interval" in fv.get("index", {}):
+        kwargs["reconcile_interval_s"] = _typed(
+            "[index].", "reconcile_interval", fv["index"]["reconcile_interval"], float
+        )
     return Settings(**kwargs)
 
 
@@ -292,5 +306,6 @@ class SettingsSource:
 
 
 RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
-              "dense_weight_matched", "rrf_k", "far_ahead", "freshness_interval_s")  # fmt: skip
+              "dense_weight_matched", "rrf_k", "far_ahead", "freshness_interval_s",
+              "reconcile_interval_s")  # fmt: skip
 """Settings a running server applies when its config file changes; the others need a restart."""

@@ -105,6 +105,7 @@ def status_text(r: StatusResponse) -> str:
         + (f" ({r.model})" if r.model else "")
         + (f", {r.embedded} of {counted(r.chunks, 'chunk')} embedded" if r.embedded is not None else ""),
         f"watcher:        {r.watcher}",
+        f"freshness:      {r.freshness}",
         f"parsers:        {', '.join(r.parsers)}",
         f"skipped:        {counted(r.skipped_total, 'file or folder', 'files or folders')}",
     ]

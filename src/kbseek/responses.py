@@ -194,7 +194,14 @@ class StatusResponse(BaseModel):
         "or unavailable.",
     )
     watcher: str = Field(
-        default="off", description="'running', 'off', or 'unavailable: <why>' (stat scan then)."
+        default="off", description="'running', 'starting', 'off', or 'unavailable: <why>' (stat scan then)."
+    )
+    freshness: str = Field(
+        default="stat scan before each call",
+        description="How edits reach the index: 'watcher, and a full stat scan every N s' (file events; "
+        "the periodic scan runs in the background, never before a call), 'stat scan before each call, "
+        "at most every N s' (the watcher is off, starting or unavailable), or 'none: …' (a process that "
+        "only reads the index).",
     )
     model: str | None
     parsers: list[str]

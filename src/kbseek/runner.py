@@ -5,26 +5,33 @@ runs and keeps what a status report needs to know about it (running or not, prog
 report, the last error, who else holds the index):
 
 - ``index()``: a pass the caller asked for and waits for; its errors are the caller's.
-- ``refresh()``: the freshness check before answering a call (T10): a rate-limited stat scan, and a
-  pass only if something changed; it never waits for a running pass.
+- ``refresh()``: the freshness check before answering a call (T10). Without a running watcher: a
+  rate-limited stat scan, and a pass only if something changed; it never waits for a running pass.
+  With one: nothing that grows with the tree, only a config re-read, and a pass that is owed is
+  handed to the reconciliation thread (docs/decisions/0015).
 - the watcher: a pass after each debounced batch of filesystem changes, on the watcher's thread.
+- the reconciliation: while the watcher runs, a stat scan every ``reconcile_interval_s`` (and a pass
+  if it found a change), on a thread of its own, for what the watcher missed.
 - ``start_background()``: the server's start: a keyword-only catch-up pass, the model load, then
   a pass that embeds what the catch-up wrote, none of them blocking the MCP handshake.
 
-Passes nobody waits for (watcher, background, freshness) never raise: their error is kept for
-``index_status``, and an index locked by another process is left to that process, whose writes
-this one reads through SQLite's WAL.
+Passes nobody waits for (watcher, reconciliation, background, freshness) never raise: their error
+is kept for ``index_status``, and an index locked by another process is left to that process,
+whose writes this one reads through SQLite's WAL.
 
 Thread model
 ------------
 Threads: the caller's threads (a library user's; the worker threads the MCP server and the web
-page run each blocking call on, several at once), the watcher thread ``kbseek-watch`` (one pass per batch), and the catch-up thread
-``kbseek-catch-up`` started by :meth:`IndexRunner.start_background`.
+page run each blocking call on, several at once), the watcher thread ``kbseek-watch`` (one pass
+per batch), the reconciliation thread ``kbseek-reconcile`` started with it by
+:meth:`IndexRunner.start_watching` (a stat scan per interval, woken early for an owed pass), and the
+catch-up thread ``kbseek-catch-up`` started by :meth:`IndexRunner.start_background`.
 
 Locks, and what each guards:
 
 - ``_pass_lock`` (in process): one pass at a time. ``index()`` and watcher batches wait for it;
-  ``refresh()`` only tries it, and answers from the index as it is when a pass is running.
+  ``refresh()`` and the reconciliation only try it: the caller answers from the index as it is, and
+  the reconciliation skips its turn, when a pass is running (that pass rescans anyway).
 - :class:`~kbseek.store.lock.WriterLock` (across processes, a file lock): one writer per index.
   Taken inside ``_pass_lock`` for the length of a pass.
 - ``LiveConfig``'s lock: one config reload at a time (the watcher and a freshness check may race).
@@ -83,6 +90,9 @@ class IndexRunner:
         self._watcher: Watcher | None = None
         self._pass_failed = False
         self._last_check = 0.0
+        self._reconcile_wake = threading.Event()
+        """Set to run the reconciliation now rather than at its interval (an owed pass, a new config)."""
+        self._closing = threading.Event()
         self.indexing = False
         """True exactly while a pass runs (and from ``start_background`` until its thread starts one)."""
         self.progress: ProgressSnapshot | None = None
@@ -143,22 +153,54 @@ class IndexRunner:
             return report
 
     def refresh(self) -> None:
-        """Pick up files changed since the last pass: a rate-limited stat scan, then a pass if needed (T10).
+        """Keep the index fresh before answering a call (T10), without waiting for a running pass.
 
-        Never waits: if a pass is already running, the caller answers from the index as it is.
-        A pass that failed is owed: the next check runs one even if no file changed, since a pass
-        that failed in its embed phase left documents whose chunks have no vector, which the stat
-        scan cannot see.
+        While the watcher runs it is the source of freshness (docs/decisions/0015): a stat scan of
+        the whole tree here would cost every call time that grows with the number of files (a search
+        took ~0.43 s with it, ~0.04 s without, at 50,000), for changes the watcher already turns
+        into passes. So this only re-reads a changed
+        config file (one stat), and hands to the reconciliation thread, without waiting for it, a
+        pass that is owed (the last one failed) or that a new config file calls for (editors that save
+        it by renaming escape a watch on the file itself).
+
+        Otherwise (the watcher off, starting or unavailable): a stat scan at most once per
+        ``freshness_interval_s``, and a pass if it found a change or one is owed. A pass that failed
+        is owed even if no file changed, since a pass that failed in its embed phase left documents
+        whose chunks have no vector, which the stat scan cannot see.
         """
         now = time.monotonic()
         if self._read_only or now - self._last_check < self._live.settings.freshness_interval_s:
             return
+        if self.watcher_keeps_fresh:
+            self._last_check = now
+            before = self._live.active
+            self._live.reload_if_changed()
+            if self._pass_failed or self._live.active is not before:
+                self._reconcile_wake.set()
+            return
         self._live.reload_if_changed()
+        self._scan_and_pass("freshness pass", now)
+
+    def reconcile(self) -> None:
+        """One reconciliation while the watcher runs: a stat scan, and a pass if something changed.
+
+        Recovers what no event announced: watchfiles does not report an overflowed inotify queue
+        (samuelcolvin/watchfiles#348), so lost events are otherwise found only when a later event's
+        pass rescans. Does nothing when the watcher is not running, since the stat scan before each
+        call is in charge then. Never waits for a running pass: that pass rescans the tree itself.
+        """
+        if self._read_only or not self.watcher_keeps_fresh:
+            return
+        self._live.reload_if_changed()
+        self._scan_and_pass("reconciliation pass", time.monotonic())
+
+    def _scan_and_pass(self, what: str, now: float) -> None:
+        """A stat scan and, if it found a change or a pass is owed, a pass; skipped while one runs."""
         if not self._pass_lock.acquire(blocking=False):
             return
         try:
             self._last_check = now
-            with self._unattended("freshness pass"):
+            with self._unattended(what):
                 indexer = self._indexer(embed=self._semantic.ready)
                 scanned = indexer.quick_scan()
                 if not indexer.needs_pass(scanned) and not self._pass_failed:
@@ -261,6 +303,7 @@ class IndexRunner:
             last_pass_seconds=last.seconds if last else None, semantic=state, embedded=embedded,
             semantic_note=note, semantic_error=semantic.error,
             model=semantic.embedder.model_id if semantic.embedder else None, watcher=self.watcher_state,
+            freshness=self.freshness,
             parsers=active.registry.enabled, config_note=self._live.note, other_writer=self.other_writer,
             last_error=self.last_error, index_command=shaping.index_command(active.settings),
             nothing_found=self.nothing_found_note(),
@@ -275,14 +318,49 @@ class IndexRunner:
     # -- a server's threads ------------------------------------------------------------------------
 
     def start_watching(self) -> None:
-        """Index changes as they happen, on the watcher's thread; its state shows in ``index_status``."""
+        """Index changes as they happen, on the watcher's thread, with a periodic reconciliation on one
+        of its own; the watcher's state and the freshness mode show in ``index_status``."""
         root = self._live.settings.root
         self._watcher = Watcher(root, self._index_dir, self._on_files_changed, also=self._live.config_path)
         self._watcher.start()
+        if self._read_only or self._watcher.state.startswith("unavailable"):
+            return  # nothing to reconcile: the stat scan before each call stays in charge
+        thread = threading.Thread(target=self._reconcile_loop, name="kbseek-reconcile", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     @property
     def watcher_state(self) -> str:
         return self._watcher.state if self._watcher is not None else "off"
+
+    @property
+    def watcher_keeps_fresh(self) -> bool:
+        """True while the watcher runs: no stat scan before a call then, only the reconciliation."""
+        return self._watcher is not None and self._watcher.state == "running"
+
+    @property
+    def freshness(self) -> str:
+        """How edits reach the index now, in words for ``index_status``."""
+        settings = self._live.settings
+        if self._read_only:
+            return "none: this command only reads the index"
+        if self.watcher_keeps_fresh:
+            return f"watcher, and a full stat scan every {settings.reconcile_interval_s:g} s"
+        return f"stat scan before each call, at most every {settings.freshness_interval_s:g} s"
+
+    def _reconcile_loop(self) -> None:
+        """The ``kbseek-reconcile`` thread: one reconciliation per interval, or at once when woken.
+
+        The interval is read again each turn, so a reloaded config file applies after the current
+        wait. Ends when ``close()`` sets ``_closing`` (and wakes it).
+        """
+        while not self._closing.is_set():
+            interval = min(self._live.settings.reconcile_interval_s, threading.TIMEOUT_MAX)
+            self._reconcile_wake.wait(interval)
+            self._reconcile_wake.clear()
+            if self._closing.is_set():
+                return
+            self.reconcile()
 
     def _on_files_changed(self, changed: set[Path]) -> None:
         log.debug("%d paths changed; running a pass", len(changed))
@@ -308,7 +386,10 @@ class IndexRunner:
         thread.start()
 
     def close(self) -> None:
-        """Stop the watcher and wait for the background thread (a pass in flight finishes first)."""
+        """Stop the watcher and the reconciliation, and wait for the background threads (a pass in
+        flight finishes first)."""
+        self._closing.set()
+        self._reconcile_wake.set()
         if self._watcher is not None:
             self._watcher.stop()
         for t in self._threads:

@@ -511,6 +511,7 @@ class StatusFacts:
     last_error: str | None
     index_command: str
     nothing_found: str
+    freshness: str = "stat scan before each call"
 
 
 def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
@@ -539,7 +540,8 @@ def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
         indexing=f.indexing, progress=progress_model(f.progress),
         last_index_at=iso(f.last_pass_at) if f.last_pass_at else None,
         last_pass_seconds=round(f.last_pass_seconds, 3) if f.last_pass_seconds is not None else None,
-        semantic=f.semantic.value, embedded=f.embedded, watcher=f.watcher, model=f.model,
+        semantic=f.semantic.value, embedded=f.embedded, watcher=f.watcher, freshness=f.freshness,
+        model=f.model,
         parsers=list(f.parsers), skipped=[SkippedFile(path=p, reason=r) for p, r in f.skipped[:max_skipped]],
         skipped_total=len(f.skipped),
         warnings=[SkippedFile(path=p, reason=w) for p, w in f.warnings[:max_skipped]],

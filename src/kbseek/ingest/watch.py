@@ -6,6 +6,12 @@ compares, so created, changed, deleted and renamed files *and folders* are all
 handled the same way, and a changed ``.kbseekignore`` applies on that pass. If
 the watcher cannot run, the state says why and the stat scan made before each
 call keeps the index fresh.
+
+The state turns ``"running"`` only once the watches are in place, and that
+moment is itself a batch (an empty one): a change made after the last pass's
+scan but before the watches existed produced no event, and that batch's pass
+rescans and finds it. From ``"running"`` on, the runner stops scanning before
+each call (docs/decisions/0015), so the state must not claim more than is true.
 """
 
 from __future__ import annotations
@@ -20,12 +26,18 @@ from kbseek.ingest.exclusion import VENDOR_DIRS
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 300
+READY_MS = 500
+"""How long watchfiles waits for events before reporting a quiet spell. Its first return, events or
+a quiet spell, is the first sign that the watches are in place; later quiet spells are ignored
+(watchfiles wakes every 50 ms anyway to check the stop event, so this adds no real work)."""
 
 
 class Watcher:
     """Runs ``on_batch(changed_paths)`` on a thread of its own after each debounced batch of changes.
 
-    It watches ``root``, and ``also`` (the config file) when that lives outside it.
+    It watches ``root``, and ``also`` (the config file) when that lives outside it. The first call
+    comes as soon as the watches are in place, with an empty set if nothing changed yet: the pass it
+    runs finds what changed before they were.
     """
 
     def __init__(
@@ -68,7 +80,6 @@ class Watcher:
         import watchfiles
 
         try:
-            self.state = "running"
             extra = [self.also] if self.also is not None and self.root not in self.also.parents else []
             for changes in watchfiles.watch(
                 self.root,
@@ -77,8 +88,13 @@ class Watcher:
                 debounce=DEBOUNCE_MS,
                 stop_event=self._stop,
                 raise_interrupt=False,
-                yield_on_timeout=False,
+                rust_timeout=READY_MS,
+                yield_on_timeout=True,
             ):
+                if self.state != "running":
+                    self.state = "running"  # the watches are in place; this batch may be empty
+                elif not changes:
+                    continue  # a quiet spell
                 try:
                     self.on_batch({Path(path) for _, path in changes})
                 except Exception:
