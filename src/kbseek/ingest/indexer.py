@@ -335,20 +335,24 @@ class Indexer:
         """
         if self.embed is None:
             return
-        todo = self.store.chunks_without_vectors()
-        inputs: dict[str, ChunkText] = {h: (path, text) for h, path, text in todo}
-        hashes = [h for h, _, _ in todo]
-        total, base = len(hashes), report.chunks_embedded
+        total, base = self.store.pending_vector_count(), report.chunks_embedded
 
         def tick() -> None:
             if progress:
                 progress("embed", report.chunks_embedded - base, total, "")
 
-        if hashes:
+        if total:
             tick()
+        # One page of texts in memory at a time, read in content-hash order after the last one
+        # committed: memory stays bounded by the page, not by the corpus (a re-embed of 100k chunks
+        # would otherwise hold every text at once).
         step = self.embed_batch * 4
-        for i in range(0, len(hashes), step):
-            vectors = self._embed_hashes(hashes[i : i + step], inputs, report, after_batch=tick)
+        after = ""
+        while page := self.store.chunks_without_vectors(after=after, limit=step):
+            after = page[-1].content_hash
+            inputs: dict[str, ChunkText] = {h: (path, text) for h, path, text in page}
+            hashes = [p.content_hash for p in page]
+            vectors = self._embed_hashes(hashes, inputs, report, after_batch=tick)
             with self.store.transaction() as tx:
                 tx.put_vectors(vectors)
                 self._record_model(tx, vectors)

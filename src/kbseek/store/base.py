@@ -361,8 +361,16 @@ class Store(Protocol):
         """How many chunks have a vector: what semantic search would cover with the model loaded."""
         ...
 
-    def chunks_without_vectors(self) -> list[PendingChunk]:
-        """One entry per distinct content hash among chunks without a vector, sorted by content hash."""
+    def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
+        """One entry per distinct content hash among chunks without a vector, sorted by content hash.
+
+        ``after`` and ``limit`` read it a page at a time (the hashes greater than ``after``), so the
+        embed phase holds one page of texts, never the whole corpus's.
+        """
+        ...
+
+    def pending_vector_count(self) -> int:
+        """How many distinct chunk contents have no vector: the embed phase's total."""
         ...
 
     def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:

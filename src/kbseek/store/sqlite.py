@@ -297,13 +297,22 @@ class SqliteStore:
     def embedded_count(self) -> int:
         return int(self.conn.execute(f"SELECT count(*) {_WITH_VECTOR}").fetchone()[0])
 
-    def chunks_without_vectors(self) -> list[PendingChunk]:
+    def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
         rows = self.conn.execute(
             "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
-            " LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"
-            " GROUP BY c.content_hash ORDER BY c.content_hash"
+            " LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
+            " WHERE e.content_hash IS NULL AND c.content_hash > ?"
+            " GROUP BY c.content_hash ORDER BY c.content_hash LIMIT ?",
+            (after, -1 if limit is None else max(int(limit), 0)),
         )
         return [PendingChunk(r[0], tuple(json.loads(r[1])), r[2]) for r in rows]
+
+    def pending_vector_count(self) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(DISTINCT c.content_hash) FROM chunks c"
+            " LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"
+        ).fetchone()
+        return int(row[0])
 
     def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
         rows = self.conn.execute(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id").fetchall()
