@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from kbseek.store.schema import (
 )
 from kbseek.store.sqlite_writer import SqliteWriter
 
-__all__ = ["SqliteStore", "match_expression"]
+__all__ = ["SqliteStore", "match_expression", "rare_terms"]
 
 BATCH = 500
 """Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
@@ -59,6 +59,19 @@ _DOCUMENTS = (
     " FROM documents"
 )
 _WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+
+LEXICAL_POSTINGS_BUDGET: int | None = 4_000
+"""How many postings the rare terms of a bounded lexical query may hold (docs/decisions/0016).
+
+FTS5 scores every row that holds any OR-ed term, so a query with ``the`` or ``of`` in it costs
+as much as the collection is large. A query whose terms hold more than :data:`FULL_QUERY_POSTINGS`
+postings between them finds its candidates among the chunks holding its rarest terms (together at
+most this many postings) and scores those on every term, exactly as the full query would. ``None``
+switches the bound off (the benchmark's baseline)."""
+
+FULL_QUERY_POSTINGS = 20_000
+"""Up to this many postings in all, the full OR query is cheap (a few ms) and runs as it is, so a
+small knowledge base ranks exactly as before the bound."""
 
 
 class SqliteStore:
@@ -240,7 +253,71 @@ class SqliteStore:
         expression = match_expression(terms)
         if expression is None:
             return []
+        budget = LEXICAL_POSTINGS_BUDGET
+        rare = None if budget is None else rare_terms(self._postings(terms, budget), budget, least=limit)
+        if rare is not None:
+            rows = self._bm25_among(rare, terms, limit=limit, path_prefix=path_prefix, tags=tags)
+            if len(rows) >= limit:
+                return rows
+            # Fewer than ``limit`` chunks hold a rare term: the full query's tail is made of chunks
+            # holding only common ones, and the bounded query cannot rank those. Run it whole.
         return self._bm25(expression, limit=limit, path_prefix=path_prefix, tags=tags)
+
+    def _postings(self, terms: Sequence[str], budget: int) -> dict[str, int]:
+        """How many chunks hold each term, counted only as far as :func:`rare_terms` needs.
+
+        Each count stops at a cap, so the cost is bounded however common the term (``chunks_vocab``
+        would read a common term's whole posting list for its exact count). The cap is what is left
+        of :data:`FULL_QUERY_POSTINGS` (so the counts add up to at most that exactly when the true
+        ones do), and never below ``budget + 1`` (so a count within ``budget`` is exact).
+        """
+        out: dict[str, int] = {}
+        left = FULL_QUERY_POSTINGS + 1
+        sql = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
+        for term in dict.fromkeys(terms):
+            expression = match_expression([term])
+            assert expression is not None
+            out[term] = int(self.conn.execute(sql, (expression, max(left, budget + 1))).fetchone()[0])
+            left -= out[term]
+        return out
+
+    def _bm25_among(
+        self,
+        rare: Sequence[str],
+        terms: Sequence[str],
+        *,
+        limit: int,
+        path_prefix: str | None,
+        tags: Sequence[str],
+    ) -> list[tuple[int, float]]:
+        """The chunks holding any of ``rare``, scored by BM25 over all of ``terms``, best first.
+
+        FTS5 has no optional terms, so the score is taken as a difference. ``(R) AND (R OR C)``
+        matches exactly the chunks holding a rare term (the AND walks the common posting lists only
+        to the rows the rare ones name) and BM25, a sum over the phrases of the expression, scores
+        it as ``2·R + C``; the rare query ``R`` alone scores ``R``; ``2·R + C − R`` is the full
+        query's score of that chunk, to rounding. Both scans touch only the rare terms' rows.
+        """
+        rare_expression, all_expression = match_expression(rare), match_expression(terms)
+        assert rare_expression is not None and all_expression is not None
+        bm25 = f"bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
+        params: list[object] = [rare_expression, f"({rare_expression}) AND ({all_expression})"]
+        filters = _filter_sql(path_prefix, tags, params)
+        sql = [
+            f"WITH r AS MATERIALIZED (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?),"
+            f" a AS (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?)"
+            " SELECT a.id, r.s - a.s AS score FROM a JOIN r ON r.id = a.id"
+        ]
+        if filters:
+            sql.append("JOIN chunks c ON c.id = a.id JOIN documents d ON d.id = c.document_id")
+            sql.append("WHERE " + " AND ".join(filters))
+        sql.append("ORDER BY score DESC LIMIT ?")
+        params.append(limit)
+        try:
+            rows = self.conn.execute(" ".join(sql), params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise KbBug(f"the lexical engine rejected a compiled query ({exc})") from exc
+        return [(int(r[0]), float(r[1])) for r in rows]
 
     def _bm25(
         self, expression: str, *, limit: int, path_prefix: str | None, tags: Sequence[str]
@@ -351,6 +428,30 @@ def match_expression(terms: Sequence[str]) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + term.replace('"', '""').replace("\x00", " ") + '"' for term in terms)
+
+
+def rare_terms(postings: Mapping[str, int], budget: int, *, least: int = 1) -> tuple[str, ...] | None:
+    """The terms a bounded query MATCHes, rarest first; ``None`` when the full OR query is cheap.
+
+    ``postings`` maps each term to how many chunks hold it (a count above ``budget`` may be capped).
+    The full query runs when all terms together hold at most :data:`FULL_QUERY_POSTINGS` postings
+    (always so on a small knowledge base) or when every term that matches anything is rare enough
+    to be MATCHed anyway. Otherwise the rarest terms are taken while their postings stay within
+    ``budget``, and past it until they hold at least ``least`` postings (the candidates wanted), so
+    an identifier next to common words still fills the list and a query of common words only
+    still finds chunks. Terms no chunk holds are left out: they match nothing and score nothing.
+    """
+    present = sorted((t for t, n in postings.items() if n > 0), key=lambda t: postings[t])
+    if sum(postings[t] for t in present) <= FULL_QUERY_POSTINGS:
+        return None
+    chosen: list[str] = []
+    total = 0
+    for term in present:
+        if chosen and total + postings[term] > budget and total >= least:
+            break
+        chosen.append(term)
+        total += postings[term]
+    return None if len(chosen) == len(present) else tuple(chosen)
 
 
 # -- rows to records ---------------------------------------------------------------------------------
