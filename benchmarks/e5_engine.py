@@ -39,8 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-# The real documentation beside the checkout, as for benchmarks/devset.py (or KBSEEK_REALDOCS).
-DOCS = Path(os.environ.get("KBSEEK_REALDOCS") or Path(__file__).resolve().parents[2] / "shared" / "realdocs")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from devset import realdocs_dir  # the real documentation beside the checkout, or KBSEEK_REALDOCS
+
 QUERY = "How do I keep state between renders?"
 
 
@@ -188,7 +190,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="best of this many runs (NumPy engine)")
     parser.add_argument("--threads", default="1,2", help="BLAS thread counts for the NumPy engine")
     parser.add_argument("--c-limit", type=int, default=0, help="time the C engine on the first N chunks")
-    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--docs", type=Path, default=realdocs_dir())
     parser.add_argument("--en-chars", type=int, default=1150)
     parser.add_argument("--ja-chars", type=int, default=750)
     parser.add_argument("--worker", choices=["c", "numpy"], help=argparse.SUPPRESS)

@@ -16,7 +16,6 @@ one (e5), a query embeds twice (a few milliseconds for USE, about ten for e5).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,7 +28,6 @@ class PairEmbedder:
 
     def __init__(self, cross: Embedder, within: Embedder) -> None:
         self._cross, self._within = cross, within
-        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -41,9 +39,9 @@ class PairEmbedder:
         return sum(p.dim for p in PAIR_PARTS)
 
     def load(self) -> None:
-        with self._lock:  # one load at a time: both models are big, and a failure names its model
-            self._cross.load()
-            self._within.load()
+        """Each model's own load is idempotent and thread-safe; a failure names its model."""
+        self._cross.load()
+        self._within.load()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         items = check_texts(texts)

@@ -69,8 +69,8 @@ class DenseIndex:
         if len(ids) == 0 or k <= 0:
             return []
         sims = matrix @ np.asarray(query, dtype=np.float32)
-        if allowed is not None:
-            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        mask = _allowed_mask(ids, allowed)
+        if mask is not None:
             sims = np.where(mask, sims, -np.inf)
         k = min(k, len(ids))
         top = np.argpartition(-sims, k - 1)[:k]
@@ -93,9 +93,7 @@ class DenseIndex:
         if len(ids) == 0 or k <= 0:
             return []
         q = np.asarray(query, dtype=np.float32)
-        mask = None
-        if allowed is not None:
-            mask = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        mask = _allowed_mask(ids, allowed)
         scale = float(len(parts))  # each part was scaled by 1/sqrt(n) in both the row and the query
         k = min(k, len(ids))
         cosines: list[np.ndarray] = []
@@ -109,3 +107,10 @@ class DenseIndex:
             top = np.argpartition(-ranked, k - 1)[:k]
             chosen.update(int(i) for i in top if np.isfinite(ranked[i]))
         return [(int(ids[i]), tuple(float(c[i]) for c in cosines)) for i in sorted(chosen)]
+
+
+def _allowed_mask(ids: np.ndarray, allowed: set[int] | None) -> np.ndarray | None:
+    """Which rows a filtered search may return (``None``: every row)."""
+    if allowed is None:
+        return None
+    return np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))

@@ -129,10 +129,11 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     # each is normalised (and weighed by coverage) as the blend's lexical part is.
     normalise = len(said) > 1
     rows: dict[int, ChunkRow] = {}
+    japanese: dict[int, bool] = {}
     per = [
         _rank_one(
             store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise,
-            phrasing=phrasings[i], rows=rows,
+            phrasing=phrasings[i], rows=rows, japanese=japanese,
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
@@ -163,11 +164,13 @@ def _rank_one(
     normalise: bool,
     phrasing: str,
     rows: dict[int, ChunkRow],
+    japanese: dict[int, bool],
 ) -> _Ranked:
     """Both legs for one phrasing, fused as configured (lexical only without a vector).
 
     ``rows`` caches the chunks read for this search (the language gate reads their text), so the
-    hits reuse them.
+    hits reuse them; ``japanese`` caches the gate's verdict on each, so the phrasings of one search,
+    whose candidates mostly overlap, judge a chunk once.
     """
     lexical = lexical_candidates(
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
@@ -180,7 +183,7 @@ def _rank_one(
         ranked = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov)
         return _Ranked(ranked, compiled, cov, None)
     if dense.parts:
-        dense_hits = _gated(store, dense, vector, allowed, phrasing, rows)
+        dense_hits = _gated(store, dense, vector, allowed, phrasing, rows, japanese)
     else:
         dense_hits = _on_one_scale(
             dense.index.search(vector, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
@@ -216,14 +219,18 @@ def _gated(
     allowed: set[int] | None,
     phrasing: str,
     rows: dict[int, ChunkRow],
+    japanese: dict[int, bool],
 ) -> list[tuple[int, float]]:
     """The dense hits of a concatenated vector: each model's cosine, gated by the chunk's language."""
     candidates = dense.index.search_parts(vector, CANDIDATES_PER_LEG, [p.dim for p in dense.parts], allowed)
     rows.update(store.chunks_by_rowid([r for r, _ in candidates if r not in rows]))
-    japanese = {r for r, _ in candidates if r in rows and is_japanese(rows[r].text)}
+    for rowid, _ in candidates:
+        if rowid not in japanese and rowid in rows:
+            japanese[rowid] = is_japanese(rows[rowid].text)
     gated = fusion.gated_dense(
-        candidates, dense.parts, query_japanese=is_japanese(phrasing), japanese=japanese
-    )
+        candidates, dense.parts, query_japanese=is_japanese(phrasing),
+        japanese={r for r, _ in candidates if japanese.get(r, False)},
+    )  # fmt: skip
     return gated[:CANDIDATES_PER_LEG]
 
 

@@ -311,13 +311,7 @@ class SqliteStore:
         if filters:
             sql.append("JOIN chunks c ON c.id = a.id JOIN documents d ON d.id = c.document_id")
             sql.append("WHERE " + " AND ".join(filters))
-        sql.append("ORDER BY score DESC LIMIT ?")
-        params.append(limit)
-        try:
-            rows = self.conn.execute(" ".join(sql), params).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise KbBug(f"the lexical engine rejected a compiled query ({exc})") from exc
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return self._best_scored(sql, params, limit)
 
     def _bm25(
         self, expression: str, *, limit: int, path_prefix: str | None, tags: Sequence[str]
@@ -333,10 +327,17 @@ class SqliteStore:
             sql.append("JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.document_id")
         sql.append("WHERE chunks_fts MATCH ?")
         sql.extend(f"AND {f}" for f in filters)
-        sql.append("ORDER BY score DESC LIMIT ?")
-        params.append(limit)
+        return self._best_scored(sql, params, limit)
+
+    def _best_scored(self, sql: list[str], params: list[object], limit: int) -> list[tuple[int, float]]:
+        """Run a lexical query that selects ``(rowid, score)``: best ``limit`` first.
+
+        FTS5 rejects some expressions only when it runs them, and the compiler should never produce
+        one, so a rejection is a bug of ours, not bad input.
+        """
+        sql = [*sql, "ORDER BY score DESC LIMIT ?"]
         try:
-            rows = self.conn.execute(" ".join(sql), params).fetchall()
+            rows = self.conn.execute(" ".join(sql), [*params, limit]).fetchall()
         except sqlite3.OperationalError as exc:
             raise KbBug(f"the lexical engine rejected a compiled query ({exc})") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
