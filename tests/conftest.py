@@ -19,12 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed.base import EmbedderSpec
 from kbseek.embed.local import LocalEmbedder
 from tests.fakes import FakeEmbedder
+
+# HYPOTHESIS_PROFILE=soak runs every property with many more examples: the default run draws fresh
+# random cases each time, so a rare counterexample can surface in any run; soak looks for them first.
+settings.register_profile("soak", max_examples=3000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 NOTES: dict[str, str] = {
     "runbooks/deploy.md": """---

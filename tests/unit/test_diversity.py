@@ -52,6 +52,13 @@ def test_more_is_said_when_a_deferred_chunk_did_not_fit() -> None:
     assert [rows[f.rowid].document_id for f in kept] == [1, 2] and more
 
 
+def test_an_infinite_margin_defers_even_ahead_of_a_zero_score_document() -> None:
+    # found by the property below: 1.0 ahead of 0.0 counted as "far ahead" even with far_ahead = inf
+    ranked, rows = ranked_of([(1, 0.0), (2, 1.0), (2, 1.0)])
+    kept, more = distinct_first(ranked, rows, limit=2, per_document=2, far_ahead=math.inf)
+    assert [rows[f.rowid].document_id for f in kept] == [2, 1] and more
+
+
 def test_overlapping_chunks_of_one_document_are_never_both_kept() -> None:
     ranked = [F(1, 0.9), F(2, 0.8), F(3, 0.7)]
     rows = {1: Row(1, 0, 100), 2: Row(1, 50, 150), 3: Row(2, 0, 100)}

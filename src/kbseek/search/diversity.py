@@ -10,6 +10,8 @@ once (docs/decisions/0012-distinct-documents-first.md).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
@@ -109,6 +111,8 @@ def _opening_positions(live: Sequence[Ranked], rows: Mapping[int, Placed]) -> se
 def _far_ahead(score: float, next_document: float | None, margin: float) -> bool:
     if next_document is None:
         return True  # no other document is waiting: nothing to make room for
+    if math.isinf(margin):
+        return False  # checked first: inf × 0 is NaN, and a zero-score document must still wait its turn
     if next_document <= 0:
         return score > 0
     return score >= next_document * (1.0 + margin)
