@@ -11,7 +11,6 @@ once (docs/decisions/0012-distinct-documents-first.md).
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
