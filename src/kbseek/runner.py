@@ -56,6 +56,7 @@ from pathlib import Path
 
 from kbseek import shaping
 from kbseek.errors import IndexLocked, IndexReadOnly, KbError
+from kbseek.filenames import IGNORE_FILENAME
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
 from kbseek.ingest.watch import Watcher
@@ -67,6 +68,9 @@ from kbseek.store.base import Store
 from kbseek.store.lock import WriterLock
 
 log = logging.getLogger(__name__)
+
+SCOPED_BATCH_MAX = 5_000
+"""A watcher batch with more paths than this (a large checkout) gets a scan of the whole tree."""
 
 IndexListener = Callable[[IndexReport], None]
 """Called after every pass that changed the index (the MCP server sends ``list_changed``)."""
@@ -124,8 +128,13 @@ class IndexRunner:
         prune_disabled: bool = True,
         embed: bool = True,
         reembed: bool = False,
+        changed: set[str] | None = None,
     ) -> IndexReport:
-        """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``."""
+        """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``.
+
+        ``changed`` (root-relative paths from a watcher batch) limits the pass to those paths and
+        the folders among them; ``None`` scans the whole tree.
+        """
         if self._read_only:
             raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
         with self._pass_lock, self._holding_writer():
@@ -144,7 +153,11 @@ class IndexRunner:
                             "the index's vectors were made by an older kbseek; re-embedding every chunk"
                         )
                         indexer.reembed()
-                    report = indexer.run(progress=self._tracking(progress), prune_disabled=prune_disabled)
+                    scanned, scope = indexer.scan_changed(changed) if changed is not None else (None, None)
+                    report = indexer.run(
+                        progress=self._tracking(progress), scanned=scanned, scope=scope,
+                        prune_disabled=prune_disabled,
+                    )  # fmt: skip
             finally:
                 self._last_check = time.monotonic()
             if remade:
@@ -363,10 +376,35 @@ class IndexRunner:
             self.reconcile()
 
     def _on_files_changed(self, changed: set[Path]) -> None:
+        """One pass per watcher batch: over the batch's paths alone when that is enough.
+
+        A save then costs the same in a tree of 100 files or 100,000. The whole tree is scanned for
+        the batch that says the watches are in place (empty: what changed before them has no
+        event), for a changed ignore or config file (what is indexed may change anywhere), and for
+        a batch too large to be worth listing path by path.
+        """
         log.debug("%d paths changed; running a pass", len(changed))
+        before = self._live.active
         self._live.reload_if_changed()
+        rels = None if self._live.active is not before else self._scoped(changed)
         with self._unattended("indexing after a change"):
-            self.index(prune_disabled=False, embed=self._semantic.ready)
+            self.index(prune_disabled=False, embed=self._semantic.ready, changed=rels)
+
+    def _scoped(self, changed: set[Path]) -> set[str] | None:
+        """The batch as root-relative paths, or ``None`` when it calls for a scan of the whole tree."""
+        if not changed or len(changed) > SCOPED_BATCH_MAX:
+            return None
+        root = self._live.settings.root.resolve()
+        rels: set[str] = set()
+        for path in changed:
+            try:
+                rel = (path.parent.resolve() / path.name).relative_to(root)  # the leaf may be a link, or gone
+            except ValueError:
+                return None  # the config file outside the root, or a path we cannot place
+            if rel == Path(".") or rel.name == IGNORE_FILENAME:
+                return None
+            rels.add(rel.as_posix())
+        return rels
 
     def start_background(self) -> None:
         """The server's start: a keyword-only catch-up pass, the model load, then a pass that embeds."""

@@ -31,7 +31,7 @@ from kbseek.ingest.analysis import document_input
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
-from kbseek.ingest.scan import FileStat, ScanResult, scan
+from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
 from kbseek.models import ParsedDocument
 from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter
 
@@ -108,6 +108,10 @@ class Indexer:
     def quick_scan(self) -> ScanResult:
         return scan(self.root, self.registry, self.exclusion, self.max_file_bytes)
 
+    def scan_changed(self, changed: set[str]) -> tuple[ScanResult, Scope]:
+        """The scan of a watcher batch's paths, for ``run(scanned=..., scope=...)``."""
+        return scan_paths(self.root, changed, self.registry, self.exclusion, self.max_file_bytes)
+
     def needs_pass(self, result: ScanResult) -> bool:
         """True when the stat scan differs from what the index recorded (a cheap freshness check)."""
         if self._parsed_by_older_version():
@@ -127,6 +131,7 @@ class Indexer:
         *,
         progress: Progress | None = None,
         scanned: ScanResult | None = None,
+        scope: Scope | None = None,
         prune_disabled: bool = True,
     ) -> IndexReport:
         """One incremental pass.
@@ -134,7 +139,15 @@ class Indexer:
         ``prune_disabled=False`` (the server's freshness passes) keeps rows whose extension the
         active registry no longer opens: narrowing ``[parsers].enabled`` leaves them findable until
         an explicit ``kbseek index`` prunes them (D4).
+
+        ``scope`` (with the ``scanned`` result of :func:`scan_paths`) limits the pass to part of the
+        tree: only documents it covers are compared, removed or listed as skipped, so a watcher
+        batch costs what it touches, not what the tree holds.
         """
+        if scope is not None and scanned is None:
+            raise ValueError("a scoped pass needs the scan of its scope")
+        if scope is not None and self._parsed_by_older_version():
+            scope = scanned = None  # every file must be read again: the whole tree it is
         started = time.perf_counter()
         report = IndexReport()
         self._check_model()
@@ -144,8 +157,11 @@ class Indexer:
         if progress:
             progress("scan", len(result.files), len(result.files), "")
         report.skipped.extend((s.path, s.reason) for s in result.skipped)
-        states = self.store.document_states()
         reparse = self._parsed_by_older_version()
+        if scope is None:
+            states = self.store.document_states()
+        else:
+            states = self.store.document_states(scope.paths, scope.folders)
 
         to_read: list[FileStat] = []
         for path, fs in result.files.items():
@@ -192,8 +208,12 @@ class Indexer:
             report.deleted.append(path)
 
         self._backfill_vectors(report, progress)
+        skipped = report.skipped
+        if scope is not None:  # the list outside the scope is still the last full scan's
+            kept = [(s.path, s.reason) for s in self.store.skipped() if not scope.covers(s.path.rstrip("/"))]
+            skipped = kept + list(dict.fromkeys(report.skipped))
         with self.store.transaction() as tx:
-            tx.replace_skipped(report.skipped)
+            tx.replace_skipped(skipped)
             tx.prune()
             tx.record_pass(finished_at=time.time(), parse_version=PARSE_VERSION)
         report.seconds = time.perf_counter() - started

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from kbseek.ingest.exclusion import Exclusion
@@ -36,6 +38,25 @@ class ScanResult:
     skipped: tuple[Skipped, ...]
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The part of the tree a partial scan looked at: ``paths``, and everything under ``folders``.
+
+    A pass over a scope compares only the documents it covers, so a file outside it that the
+    partial scan never listed is not taken for deleted.
+    """
+
+    paths: frozenset[str]
+    folders: frozenset[str]
+    """Root-relative folders without a trailing slash."""
+
+    def covers(self, rel: str) -> bool:
+        if rel in self.paths:
+            return True
+        parts = rel.split("/")
+        return any("/".join(parts[:i]) in self.folders for i in range(1, len(parts)))
+
+
 def scan(root: Path, registry: Registry, exclusion: Exclusion, max_file_bytes: int) -> ScanResult:
     """Every indexable file under ``root``; links, oversize files and excluded paths are reported as skipped.
 
@@ -44,51 +65,114 @@ def scan(root: Path, registry: Registry, exclusion: Exclusion, max_file_bytes: i
     indexed; other files (images, attachments, code) are expected beside notes and ignored
     without a report, and so is any file the ignore file names.
     """
-    files: dict[str, FileStat] = {}
-    skipped: list[Skipped] = []
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    while stack:
-        directory, rel_dir = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError as exc:
-            skipped.append(Skipped(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
+    walk = _Walk(registry, exclusion, max_file_bytes)
+    walk.folder(str(root), "")
+    return walk.result()
+
+
+def scan_paths(
+    root: Path, changed: set[str], registry: Registry, exclusion: Exclusion, max_file_bytes: int
+) -> tuple[ScanResult, Scope]:
+    """What :func:`scan` would say about the ``changed`` root-relative paths only, and their scope.
+
+    A watcher batch names the paths that changed; scanning just those (and the subtree of a folder
+    among them) keeps the cost of a save independent of the size of the tree. A path that no longer
+    exists, or sits in a folder the full scan would not enter (excluded, hidden, a symlink), is in
+    the scope with nothing found, so what the index held there is removed.
+    """
+    walk = _Walk(registry, exclusion, max_file_bytes)
+    for rel in sorted(changed):
+        if not _walked(root, rel, exclusion):
             continue
-        for entry in sorted(entries, key=lambda e: e.name):
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        path = root / rel
+        try:
+            st = path.lstat()
+        except OSError:
+            continue  # gone: the scope below removes what the index held there
+        if walk.entry(str(path), rel, rel.rsplit("/", 1)[-1], st, partial(os.path.isdir, path)):
+            walk.folder(str(path), rel)
+    return walk.result(), Scope(frozenset(changed), frozenset(changed))
+
+
+def _walked(root: Path, rel: str, exclusion: Exclusion) -> bool:
+    """Whether the full scan would enter every folder above ``rel`` (real folders, none excluded)."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        folder = "/".join(parts[:i])
+        try:
+            if not stat.S_ISDIR((root / folder).lstat().st_mode):
+                return False
+        except OSError:
+            return False
+        if exclusion.dir_reason(folder, parts[i - 1]) is not None:
+            return False
+    return True
+
+
+class _Walk:
+    """One scan's findings; :meth:`entry` is the one place that decides what a path is to indexing."""
+
+    def __init__(self, registry: Registry, exclusion: Exclusion, max_file_bytes: int) -> None:
+        self.registry, self.exclusion, self.max_file_bytes = registry, exclusion, max_file_bytes
+        self.files: dict[str, FileStat] = {}
+        self.skipped: list[Skipped] = []
+
+    def result(self) -> ScanResult:
+        return ScanResult(self.files, tuple(sorted(self.skipped, key=lambda s: s.path)))
+
+    def folder(self, directory: str, rel_dir: str) -> None:
+        stack: list[tuple[str, str]] = [(directory, rel_dir)]
+        while stack:
+            directory, rel_dir = stack.pop()
             try:
-                st = entry.stat(follow_symlinks=False)
+                entries = list(os.scandir(directory))
             except OSError as exc:
-                skipped.append(Skipped(rel, f"cannot stat: {exc.strerror}"))
+                self.skipped.append(Skipped(rel_dir or ".", f"cannot list folder: {exc.strerror}"))
                 continue
-            if stat.S_ISLNK(st.st_mode):
-                if registry.for_path(rel) is not None or _points_to_dir(entry):
-                    skipped.append(Skipped(rel, "symlink (links are never followed)"))
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                reason = exclusion.dir_reason(rel, entry.name)
-                if reason is None:
-                    stack.append((entry.path, rel))
-                elif reason not in ("tool or vendor folder", "hidden folder", "the index folder"):
-                    skipped.append(Skipped(rel + "/", reason))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if registry.for_path(rel) is None:
-                unopened = registry.unopened_reason(rel)
-                if unopened is not None and exclusion.file_reason(rel) is None:
-                    skipped.append(Skipped(rel, unopened))
-                continue
-            reason = exclusion.file_reason(rel)
-            if reason is not None:
-                skipped.append(Skipped(rel, reason))
-            elif st.st_nlink > 1:
-                skipped.append(Skipped(rel, "hard link (file has more than one link)"))
-            elif st.st_size > max_file_bytes:
-                skipped.append(Skipped(rel, f"larger than max_file_bytes ({st.st_size} > {max_file_bytes})"))
-            else:
-                files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
-    return ScanResult(files, tuple(sorted(skipped, key=lambda s: s.path)))
+            for e in sorted(entries, key=lambda e: e.name):
+                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError as exc:
+                    self.skipped.append(Skipped(rel, f"cannot stat: {exc.strerror}"))
+                    continue
+                if self.entry(e.path, rel, e.name, st, partial(_points_to_dir, e)):
+                    stack.append((e.path, rel))
+
+    def entry(
+        self, path: str, rel: str, name: str, st: os.stat_result, points_to_dir: Callable[[], bool]
+    ) -> bool:
+        """Record what ``rel`` is; True for a folder the scan should walk into."""
+        if stat.S_ISLNK(st.st_mode):
+            if self.registry.for_path(rel) is not None or points_to_dir():
+                self.skipped.append(Skipped(rel, "symlink (links are never followed)"))
+            return False
+        if stat.S_ISDIR(st.st_mode):
+            reason = self.exclusion.dir_reason(rel, name)
+            if reason is None:
+                return True
+            if reason not in ("tool or vendor folder", "hidden folder", "the index folder"):
+                self.skipped.append(Skipped(rel + "/", reason))
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if self.registry.for_path(rel) is None:
+            unopened = self.registry.unopened_reason(rel)
+            if unopened is not None and self.exclusion.file_reason(rel) is None:
+                self.skipped.append(Skipped(rel, unopened))
+            return False
+        reason = self.exclusion.file_reason(rel)
+        if reason is not None:
+            self.skipped.append(Skipped(rel, reason))
+        elif st.st_nlink > 1:
+            self.skipped.append(Skipped(rel, "hard link (file has more than one link)"))
+        elif st.st_size > self.max_file_bytes:
+            self.skipped.append(
+                Skipped(rel, f"larger than max_file_bytes ({st.st_size} > {self.max_file_bytes})")
+            )
+        else:
+            self.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+        return False
 
 
 def _points_to_dir(entry: os.DirEntry[str]) -> bool:

@@ -1,9 +1,11 @@
 """Watching the knowledge base so edits are indexed as they happen, not only on the next call.
 
 Each debounced batch of filesystem events (a save, a rename, a ``git checkout``
-touching a thousand files) becomes one incremental pass: the pass rescans and
-compares, so created, changed, deleted and renamed files *and folders* are all
-handled the same way, and a changed ``.kbseekignore`` applies on that pass. If
+touching a thousand files) becomes one incremental pass over the batch's paths
+(and the folders among them), so a save costs the same in any size of tree;
+created, changed, deleted and renamed files *and folders* are all handled the
+same way. A changed ``.kbseekignore`` or config file, and a very large batch,
+get a pass over the whole tree instead (``IndexRunner._on_files_changed``). If
 the watcher cannot run, the state says why and the stat scan made before each
 call keeps the index fresh.
 

@@ -275,8 +275,15 @@ class Store(Protocol):
         """How many documents and chunks are indexed."""
         ...
 
-    def document_states(self) -> dict[str, DocumentState]:
-        """What the index remembers of every document, keyed by path: the indexer's freshness check."""
+    def document_states(
+        self, paths: Collection[str] | None = None, folders: Collection[str] = ()
+    ) -> dict[str, DocumentState]:
+        """What the index remembers of documents, keyed by path: the indexer's freshness check.
+
+        Every document by default; with ``paths``, only those paths and the documents under
+        ``folders`` (root-relative, no trailing slash), so that a pass over a watcher batch reads
+        what it touches rather than the whole index.
+        """
         ...
 
     def document(self, path: str) -> DocumentRow | None:

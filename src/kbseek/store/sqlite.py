@@ -184,9 +184,22 @@ class SqliteStore:
         chunks = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return Counts(int(docs), int(chunks))
 
-    def document_states(self) -> dict[str, DocumentState]:
-        rows = self.conn.execute("SELECT id, path, size, mtime_ns, content_hash, parser FROM documents")
-        return {r[1]: DocumentState(*r) for r in rows}
+    def document_states(
+        self, paths: Collection[str] | None = None, folders: Collection[str] = ()
+    ) -> dict[str, DocumentState]:
+        sql = "SELECT id, path, size, mtime_ns, content_hash, parser FROM documents"
+        if paths is None:
+            return {r[1]: DocumentState(*r) for r in self.conn.execute(sql)}
+        out: dict[str, DocumentState] = {}
+        for part in _batches(sorted(set(paths))):
+            out.update(
+                (r[1], DocumentState(*r))
+                for r in self.conn.execute(f"{sql} WHERE path IN ({_marks(part)})", part)
+            )
+        for folder in folders:  # "a/" ≤ path < "a0": '0' follows '/', so this is the prefix as a range
+            rows = self.conn.execute(f"{sql} WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
+            out.update((r[1], DocumentState(*r)) for r in rows)
+        return out
 
     def document(self, path: str) -> DocumentRow | None:
         r = self.conn.execute(f"{_DOCUMENTS} WHERE path=?", (path,)).fetchone()
