@@ -155,6 +155,8 @@ class _Walk:
                 self.skipped.append(Skipped(rel + "/", reason))
             return False
         if not stat.S_ISREG(st.st_mode):
+            if self.registry.for_path(rel) is not None:  # named like a note: say why it is not one
+                self.skipped.append(Skipped(rel, f"not a regular file ({_kind(st.st_mode)})"))
             return False
         if self.registry.for_path(rel) is None:
             unopened = self.registry.unopened_reason(rel)
@@ -173,6 +175,17 @@ class _Walk:
         else:
             self.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
         return False
+
+
+def _kind(mode: int) -> str:
+    """A non-regular file's kind in words; opening a FIFO would block the pass, a device read forever."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
 
 
 def _points_to_dir(entry: os.DirEntry[str]) -> bool:
