@@ -136,6 +136,9 @@ class _TerminalBar(_Display):
         self._phase = None
 
     def __call__(self, snap: ProgressSnapshot) -> None:
+        if snap.phase == "model":
+            self.note(snap.describe_start())
+            return
         if snap.phase != self._phase:
             self._phase = snap.phase
             counts = "{n_fmt}/{total_fmt} {unit}" if snap.total is not None else "{n_fmt} {unit}"
@@ -241,16 +244,16 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
     """
     progress = _progress_display(silent=quiet or as_json, interval=progress_interval)
     try:
-        if kb.settings.semantic:
-            progress.note("loading the embedding model")  # index() would load it too, without saying so
-            kb.load_semantic()
-            if kb.semantic_error is not None and not (reembed and kb.model_mismatch):
-                raise click.ClickException(
-                    f"semantic search unavailable: {kb.semantic_error} (or pass --lexical-only)"
-                )
+        # The model loads inside the pass (its ``model`` phase), and only when the pass will embed:
+        # a pass that finds nothing to do never waits seconds for it.
         report = kb.index(progress=progress, reembed=reembed)
     finally:
         progress.close()
+    if kb.settings.semantic and kb.semantic_error is not None and not (reembed and kb.model_mismatch):
+        raise click.ClickException(
+            f"semantic search unavailable: {kb.semantic_error}; the pass indexed keywords only "
+            "(fix the model, or pass --lexical-only)"
+        )
     if as_json:
         click.echo(json.dumps({
             "added": report.added, "updated": report.updated, "renamed": report.renamed,

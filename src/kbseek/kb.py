@@ -185,10 +185,9 @@ class KnowledgeBase:
         ``prune_disabled=False`` keeps rows of formats no longer enabled (a server narrowing parsers).
         Raises :class:`~kbseek.errors.IndexLocked` when another process is writing this index.
         """
-        if embed and not self.read_only:
-            self._semantic.ensure_loaded()
+        load = self._semantic.ensure_loaded if embed and not self.read_only else None
         return self._runner.index(
-            progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed
+            progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed, load_model=load
         )
 
     def refresh(self) -> None:

@@ -6,7 +6,8 @@ can never disagree about them. It is pure: the clock is injected, so the arithme
 with a fake clock instead of sleeping.
 
 A pass goes through the phases in order: ``scan`` (stat the tree; its total is known only when
-it ends), ``parse`` (read, parse and chunk the changed files) and ``embed`` (vectors for the
+it ends), ``model`` (loading the embedding model, only in a pass that will embed and only the first
+time), ``parse`` (read, parse and chunk the changed files) and ``embed`` (vectors for the
 chunks that have none). Each phase has its own clock and rate: files per second while parsing
 and chunks per second while embedding are different quantities, and mixing them would make
 the ETA wrong.
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-UNITS = {"scan": "files", "parse": "files", "embed": "chunks"}
+UNITS = {"scan": "files", "model": "", "parse": "files", "embed": "chunks"}
 """What each phase counts."""
 
 Clock = Callable[[], float]
@@ -48,6 +49,8 @@ class ProgressSnapshot:
 
     def describe_start(self) -> str:
         """The line that says a phase has begun, e.g. ``embed started: 1200 chunks``."""
+        if self.phase == "model":
+            return "loading the embedding model"
         if self.total is None:
             return f"{self.phase} started"
         return f"{self.phase} started: {self.total} {self.unit}"

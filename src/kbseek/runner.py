@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from kbseek import shaping
@@ -59,6 +60,7 @@ from kbseek.errors import IndexLocked, IndexReadOnly, KbError
 from kbseek.filenames import IGNORE_FILENAME
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
+from kbseek.ingest.scan import ScanResult
 from kbseek.ingest.watch import Watcher
 from kbseek.live_config import LiveConfig
 from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
@@ -74,6 +76,12 @@ SCOPED_BATCH_MAX = 5_000
 
 IndexListener = Callable[[IndexReport], None]
 """Called after every pass that changed the index (the MCP server sends ``list_changed``)."""
+
+
+def _announced(track: Progress, load_model: Callable[[], None]) -> None:
+    """Load the model as the ``model`` phase of the pass, so a display says why it waits."""
+    track("model", 0, None, "")
+    load_model()
 
 
 class IndexRunner:
@@ -129,15 +137,25 @@ class IndexRunner:
         embed: bool = True,
         reembed: bool = False,
         changed: set[str] | None = None,
+        load_model: Callable[[], None] | None = None,
     ) -> IndexReport:
         """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``.
 
         ``changed`` (root-relative paths from a watcher batch) limits the pass to those paths and
-        the folders among them; ``None`` scans the whole tree.
+        the folders among them; ``None`` scans the whole tree. ``load_model`` is called first if
+        the pass may embed (see :meth:`_scan_for_model`).
         """
         if self._read_only:
             raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
         with self._pass_lock, self._holding_writer():
+            track = self._tracking(progress)
+            scanned = None
+            if load_model is not None and not self._semantic.untouched:
+                load_model()  # loaded, loading or failed: nothing to decide and nothing to announce
+            elif load_model is not None:
+                scanned = self._scan_for_model(
+                    partial(_announced, track, load_model), track, whole_tree=changed is None and not reembed
+                )
             if reembed:
                 self._indexer(embed=False).reembed()
                 if self._semantic.mismatch is not None:
@@ -153,9 +171,11 @@ class IndexRunner:
                             "the index's vectors were made by an older kbseek; re-embedding every chunk"
                         )
                         indexer.reembed()
-                    scanned, scope = indexer.scan_changed(changed) if changed is not None else (None, None)
+                    scope = None
+                    if changed is not None:
+                        scanned, scope = indexer.scan_changed(changed)
                     report = indexer.run(
-                        progress=self._tracking(progress), scanned=scanned, scope=scope,
+                        progress=track, scanned=scanned, scope=scope,
                         prune_disabled=prune_disabled,
                     )  # fmt: skip
             finally:
@@ -164,6 +184,28 @@ class IndexRunner:
                 self._semantic.vectors_changed(rebuilt=True)
             self._after_pass(report)
             return report
+
+    def _scan_for_model(
+        self, load_model: Callable[[], None], track: Progress, *, whole_tree: bool
+    ) -> ScanResult | None:
+        """Call ``load_model`` unless the pass will not embed; the scan that decided it, for the pass.
+
+        Loading the model costs seconds, most of a ``kbseek index`` that finds nothing to do. A pass
+        over the whole tree with a model not yet loaded scans first: with nothing changed, no chunk
+        lacking a vector and the index's vectors of this model, the pass never calls the model, so
+        it is not loaded (the scan is handed on, so the tree is walked once either way).
+        """
+        embedder = self._semantic.embedder
+        if embedder is None or not whole_tree:
+            load_model()
+            return None
+        indexer = self._indexer(embed=False)
+        track("scan", 0, None, "")
+        scanned = indexer.quick_scan()
+        track("scan", len(scanned.files), len(scanned.files), "")
+        if indexer.needs_pass(scanned) or indexer.would_embed(embedder.model_id):
+            load_model()
+        return scanned
 
     def refresh(self) -> None:
         """Keep the index fresh before answering a call (T10), without waiting for a running pass.

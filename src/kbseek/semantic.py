@@ -134,6 +134,11 @@ class SemanticLeg:
         self.dense = dense
         self._phase = _Phase.READY
 
+    @property
+    def untouched(self) -> bool:
+        """Nobody has asked for the model yet: loading it is still a cost that can be avoided."""
+        return self.embedder is not None and self._phase is _Phase.IDLE
+
     def ensure_loaded(self) -> None:
         """Load the model if nobody has asked for it yet; called by ``index()`` and ``search()``.
 

@@ -27,7 +27,7 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
     core, _ = semantic
     seen: list[ProgressSnapshot] = []
     report = core.index(progress=seen.append)
-    assert [s.phase for s in seen if s.done == 0] == ["scan", "parse", "embed"]
+    assert [s.phase for s in seen if s.done == 0] == ["scan", "parse", "embed"]  # the model was loaded
     scan_end = [s for s in seen if s.phase == "scan"][-1]
     assert (scan_end.done, scan_end.total, scan_end.unit) == (4, 4, "files")
     parse = [s for s in seen if s.phase == "parse"]
@@ -43,6 +43,25 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
     core.index(progress=seen.append)  # nothing changed: a scan, and no phase with nothing to do
     assert {s.phase for s in seen} == {"scan"}
     core.close()
+
+
+def test_a_pass_with_nothing_to_embed_never_loads_the_model(kb_root: Path) -> None:
+    embedder = FakeEmbedder()
+    first = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)
+    seen: list[ProgressSnapshot] = []
+    first.index(progress=seen.append)  # a first pass loads it, as its own phase
+    assert [s.phase for s in seen if s.done == 0] == ["scan", "model", "parse", "embed"]
+    first.close()
+
+    again = FakeEmbedder()
+    second = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=again)
+    seen.clear()
+    report = second.index(progress=seen.append)
+    assert not report.changed and again.loads == 0 and {s.phase for s in seen} == {"scan"}
+    (kb_root / "runbooks" / "deploy.md").write_text("# Deploy\n\nchanged\n", encoding="utf-8")
+    second.index(progress=seen.append)  # now there is something to embed
+    assert again.loads == 1 and second.search("changed").hits[0].path == "runbooks/deploy.md"
+    second.close()
 
 
 def test_a_failed_embed_phase_keeps_keyword_search_and_the_next_check_embeds(

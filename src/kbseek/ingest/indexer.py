@@ -241,6 +241,14 @@ class Indexer:
                 "model, or set [embed] back to the old one"
             )
 
+    def would_embed(self, model_id: str) -> bool:
+        """Whether a pass that changes no document would still call the model ``model_id``: chunks
+        without a vector, or vectors made by another model or combined another way."""
+        embedding = self.store.meta().embedding
+        if embedding is not None and (embedding.model != model_id or embedding.scheme != VECTOR_SCHEME):
+            return True
+        return self.store.pending_vector_count() > 0
+
     def vectors_outdated(self) -> bool:
         """Vectors of the configured model, combined from a chunk's parts another way (an older kbseek)."""
         embedding = self.store.meta().embedding
