@@ -116,15 +116,17 @@ class Indexer:
         """True when the stat scan differs from what the index recorded (a cheap freshness check)."""
         if self._parsed_by_older_version():
             return True
-        states = {
-            p: s for p, s in self.store.document_states().items() if self.registry.for_path(p) is not None
-        }
-        if set(states) != set(result.files):
-            return True
-        return any(
-            (s.size, s.mtime_ns) != (result.files[p].size, result.files[p].mtime_ns)
-            for p, s in states.items()
-        )
+        files, matched = result.files, 0
+        for path, state in self.store.document_states().items():
+            seen = files.get(path)
+            if seen is None:
+                if self.registry.for_path(path) is not None:
+                    return True  # indexed, now gone (rows of a disabled format are left alone)
+            elif (state.size, state.mtime_ns) != (seen.size, seen.mtime_ns):
+                return True
+            else:
+                matched += 1
+        return matched != len(files)  # a file the index does not hold yet
 
     def run(
         self,
