@@ -21,7 +21,7 @@ from datetime import datetime
 
 from kbseek import shaping
 from kbseek.errors import NotServable
-from kbseek.guard import LoadedDocument, load_document, relative_path
+from kbseek.guard import LoadedDocument, literal_path, load_document, relative_path
 from kbseek.live_config import LiveConfig
 from kbseek.responses import (
     DocumentResponse,
@@ -97,11 +97,14 @@ class Catalog:
 
     # -- documents ---------------------------------------------------------------------------------
 
-    def load_document(self, path: str) -> LoadedDocument:
-        """The one guarded document load (D5), shared by ``get_document`` and resource reads."""
+    def load_document(self, path: str, *, exact: bool = False) -> LoadedDocument:
+        """The one guarded document load (D5), shared by ``get_document`` and resource reads.
+
+        ``exact``: ``path`` is an indexed path, read as it is (see :func:`kbseek.guard.load_document`).
+        """
         active = self._live.active
         return load_document(
-            active.settings.root, path, active.registry, max_bytes=active.settings.max_file_bytes
+            active.settings.root, path, active.registry, max_bytes=active.settings.max_file_bytes, exact=exact
         )
 
     def read_document(self, path: str, *, offset: int, max_chars: int | None) -> DocumentResponse:
@@ -118,17 +121,26 @@ class Catalog:
         ``get_document`` reads any registered file under the root (D1); a resource is
         something this server listed, so it must also be in the servable set.
         """
-        rel = relative_path(path)
-        if not self.servable_document_paths(among=[rel]):
-            raise NotServable(
-                f"kb://doc/{rel} is not offered as a resource: it is not in the search index (excluded, "
-                "skipped, not indexed yet, or its format is no longer enabled) or it is over the resource "
-                "size cap; get_document(path) reads files by path",
-                path,
-            )
-        doc = self.load_document(rel)
+        rel = self._servable_path(path)
+        doc = self.load_document(rel, exact=True)
         text = shaping.resource_text(rel, doc.text, self._live.limits.max_resource_chars)
         return ResourceText(rel, text, doc.media_type)
+
+    def _servable_path(self, path: str) -> str:
+        """The servable path ``path`` names: as the index lists it (a name may start with a blank or
+        hold a backslash), else as typed (``a\\b.md`` for ``a/b.md``); refused if neither is offered."""
+        literal = literal_path(path)
+        if self.servable_document_paths(among=[literal]):
+            return literal
+        rel = relative_path(path)
+        if rel != literal and self.servable_document_paths(among=[rel]):
+            return rel
+        raise NotServable(
+            f"kb://doc/{rel} is not offered as a resource: it is not in the search index (excluded, "
+            "skipped, not indexed yet, or its format is no longer enabled) or it is over the resource "
+            "size cap; get_document(path) reads files by path",
+            path,
+        )
 
     # -- passages (T5, T6) -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ it is given::
     ├── ServiceError           a background service cannot be written, found or removed as asked
     └── DocumentRefused        the one document guard said no (D5)
         ├── PathOutsideRoot        traversal, or a path that resolves outside the root
-        ├── DocumentNotFound       nothing at that path
+        ├── DocumentNotFound       nothing at that path (or a name no file can have: too long …)
         ├── NotARegularFile        a directory, device, socket …
         ├── LinkRefused            a symlink, or a file with more than one hard link
         ├── UnsupportedExtension   no active parser opens that extension
@@ -88,7 +88,8 @@ class PathOutsideRoot(DocumentRefused, ValueError):
 
 
 class DocumentNotFound(DocumentRefused, LookupError):
-    """No file exists at the path."""
+    """No file exists at the path, or none could: a name longer than the file system allows, or one
+    it refuses; the message says which."""
 
 
 class NotARegularFile(DocumentRefused):

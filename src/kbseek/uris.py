@@ -1,7 +1,10 @@
 """``kb://`` resource URIs: building them, and parsing them as untrusted input (T8).
 
 Paths keep ``/`` and percent-encode everything else, so a Japanese or
-space-containing path gives a valid ASCII URI that round-trips exactly.
+space-containing path gives a valid ASCII URI that round-trips exactly: a name
+with a leading blank, ``#``, ``?``, ``%`` or a backslash (``%5C``; a bare
+backslash is not a URI character and is refused) decodes to the very path
+search returned.
 """
 
 from __future__ import annotations
@@ -45,16 +48,16 @@ def parse_uri(uri: str) -> ResourceRef:
         raise BadResourceUri(f"{uri!r} has a malformed percent-escape")
     if "?" in raw or "#" in raw:
         raise BadResourceUri(f"{uri!r} has a query or fragment; kb:// URIs name a path only")
+    if "\\" in raw:
+        raise BadResourceUri(f"{uri!r} contains a backslash; paths use '/' (a backslash in a name is %5C)")
     try:
         path = unquote(raw, errors="strict")
     except UnicodeDecodeError:
         raise BadResourceUri(f"{uri!r} does not decode to UTF-8 text") from None
     if "\x00" in path:
         raise BadResourceUri(f"{uri!r} contains a NUL character")
-    if "\\" in path:
-        raise BadResourceUri(f"{uri!r} contains a backslash; paths use '/'")
     segments = path.split("/")
-    if any(s in ("..", ".") for s in segments):
+    if any(s in ("..", ".") for s in segments) or ".." in path.replace("\\", "/").split("/"):
         raise BadResourceUri(f"{uri!r} contains a '.' or '..' segment; resource paths never climb")
     if path.startswith("/") or "//" in path:
         raise BadResourceUri(f"{uri!r} has an empty path segment")

@@ -1,14 +1,17 @@
-"""The one document guard (D5, T8): one test per refusal, and no generated path escapes the root."""
+"""The one document guard (D5, T8): one test per refusal, no generated path escapes the root, and every
+file name opens by exactly that name."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import kbseek.guard
 from kbseek.errors import (
     DocumentNotFound,
     DocumentRefused,
@@ -19,8 +22,9 @@ from kbseek.errors import (
     PathOutsideRoot,
     UnsupportedExtension,
 )
-from kbseek.guard import load_document, relative_path
+from kbseek.guard import load_document, read_regular_file, relative_path
 from kbseek.ingest.parsers import Registry
+from kbseek.uris import document_uri, parse_uri
 
 REGISTRY = Registry()
 
@@ -132,24 +136,77 @@ def relative_path_error(path: str) -> str:
     return ""
 
 
+def test_a_name_no_file_can_have_is_a_refusal_that_says_so(tree: Path) -> None:
+    with pytest.raises(DocumentNotFound, match="longer than the file system allows"):
+        load(tree, "N" * 5000)
+    with pytest.raises(DocumentNotFound, match="longer than the file system allows"):
+        load(tree, "notes/" + "N" * 300 + "/a.md")
+    with pytest.raises(DocumentNotFound, match="unpaired surrogate"):
+        load(tree, "notes/\ud800.md")
+
+
+@pytest.fixture
+def linked(tree: Path) -> Path:
+    """The tree, plus every kind of link that could lead a read outside it."""
+    outside = tree.parent / "outside"
+    outside.mkdir()
+    (outside / "a.md").write_text("# Secret\n", encoding="utf-8")
+    (tree / "out").symlink_to(outside, target_is_directory=True)
+    (tree / "in").symlink_to(tree / "notes", target_is_directory=True)
+    (tree / "escape.md").symlink_to(tree.parent / "outside.md")
+    os.link(tree.parent / "outside.md", tree / "hard.md")
+    (tree / " blank.md").write_text("# Blank\n", encoding="utf-8")
+    (tree / "back\\slash.md").write_text("# Backslash\n", encoding="utf-8")
+    return tree
+
+
 SEGMENTS = st.sampled_from(
-    ["..", ".", "", "notes", "a.md", "outside.md", "%2e%2e", "\\..", "~", "//", "x\\..\\"]
-)
+    ["..", ".", "", "notes", "a.md", "outside.md", "%2e%2e", "\\..", "~", "//", "x\\..\\", "out", "in",
+     "escape.md", "hard.md", " blank.md", "back\\slash.md", "N" * 300, "\ud800", " ", "\\"]
+)  # fmt: skip
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(
     parts=st.lists(st.one_of(SEGMENTS, st.text(max_size=8)), max_size=6),
-    lead=st.sampled_from(["", "/", "./"]),
+    lead=st.sampled_from(["", "/", "./", " ", "\\"]),
+    walk=st.booleans(),
 )
-def test_no_generated_path_escapes_the_root(tree: Path, parts: list[str], lead: str) -> None:
+def test_no_generated_path_escapes_the_root(linked: Path, parts: list[str], lead: str, walk: bool) -> None:
+    """Every path is read or refused with a DocumentRefused (never an OSError or a traceback), by the
+    descriptor walk and by the path fallback alike, and what is read is inside the root."""
     path = lead + "/".join(parts)
-    try:
-        doc = load(tree, path)
-    except DocumentRefused:
-        return
-    except (OSError, ValueError):
-        return  # e.g. a name too long for the filesystem: refused by the OS, nothing read
-    real = Path(os.path.realpath(tree / doc.path))
-    assert real.is_relative_to(os.path.realpath(tree))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kbseek.guard, "_WALK", walk and kbseek.guard._WALK)
+        try:
+            doc = load(linked, path)
+        except DocumentRefused:
+            return
+    real = Path(os.path.realpath(linked / doc.path))
+    assert real.is_relative_to(os.path.realpath(linked))
     assert "Secret" not in doc.text
+
+
+NAME = st.text(
+    alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="/\x00"), min_size=1, max_size=40
+).filter(lambda n: n not in (".", ".."))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows names hold none of \\ : * ? < > |")
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(folder=st.one_of(st.none(), NAME), stem=NAME)
+def test_every_file_name_opens_by_exactly_that_name(tmp_path_factory: pytest.TempPathFactory, folder: str | None,
+                                                    stem: str) -> None:  # fmt: skip
+    """A name as the scan lists it (blanks, backslashes, '#', '%', '?', any script) loads as given, and
+    its kb:// uri decodes to it."""
+    root = tmp_path_factory.mktemp("names")
+    rel = stem + ".md" if folder is None else f"{folder}/{stem}.md"
+    target = root.joinpath(*rel.split("/"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("# Named\n\nfound\n", encoding="utf-8")
+    doc = load(root, rel)
+    assert doc.path == rel and "found" in doc.text
+    assert read_regular_file(root, rel, max_bytes=1000).data == target.read_bytes()
+    climbs = ".." in rel.replace("\\", "/").split("/")
+    if not climbs:
+        assert parse_uri(document_uri(rel)).path == rel

@@ -9,8 +9,11 @@ come after every document is written (the embed phase); chunks left without
 one by a crash or a lexical-only pass are embedded by the next pass.
 
 Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
-indexed only if a read would accept it: no link, no hard link, inside the root, within
-``max_file_bytes``. A refusal is listed as skipped with the guard's reason.
+indexed only if a read would accept it: no symlink anywhere on its path, no hard link, a regular
+file, within ``max_file_bytes`` counted on the bytes actually read, all checked again at read time
+on the descriptor. A file or folder changed between the scan and the read (swapped for a link,
+hard-linked, grown past the cap) is refused there, listed as skipped with the guard's reason, and
+an indexed copy of it removed.
 """
 
 from __future__ import annotations
