@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbseek.ingest.chunker import (
-    INDIVISIBLE,
     Block,
     BlockKind,
     ChunkOptions,
@@ -19,6 +19,7 @@ from kbseek.ingest.chunker import (
     build_chunks,
     chunk_id_for,
     content_hash_for,
+    table_context,
 )
 from kbseek.models import Chunk
 
@@ -232,19 +233,136 @@ def test_chunks_of_different_sections_never_overlap() -> None:
     assert chunks[0].end < chunks[1].start
 
 
-def test_an_oversized_code_fence_stays_whole_in_a_chunk_of_its_own() -> None:
-    fence = "```\n" + "\n".join(f"line {i} of code" for i in range(40)) + "\n```"
-    doc = Doc().heading(2, "Code").add(words(10)).add(fence, BlockKind.FENCE).add(words(10, "z"))
+def test_a_code_fence_that_fits_is_never_cut_even_when_its_section_is_split() -> None:
+    fence = "```\n" + "\n".join(f"line {i}" for i in range(15)) + "\n```"
+    doc = Doc().heading(2, "Code").add(words(20)).add(fence, BlockKind.FENCE).add(words(20, "z"))
     chunks = doc.chunks(SMALL)
-    assert fence in [c.text for c in chunks]
-    assert all(len(c.text) <= SMALL.max_chars for c in chunks if c.text != fence)
+    assert len(fence) <= SMALL.max_chars
+    assert any(fence in c.text for c in chunks)
+    start = doc.text.index(fence)
+    assert not any(start < c.start < start + len(fence) for c in chunks)
     assert_invariants(doc.text, chunks)
 
 
-def test_an_oversized_table_stays_whole() -> None:
-    table = "| a | b |\n|---|---|\n" + "\n".join(f"| row {i} | value {i} |" for i in range(30))
+def test_an_oversized_code_fence_splits_on_line_boundaries_and_no_chunk_exceeds_the_cap() -> None:
+    fence = "```\n" + "\n".join(f"line {i} of code" for i in range(40)) + "\n```"
+    doc = Doc().heading(2, "Code").add(words(10)).add(fence, BlockKind.FENCE).add(words(10, "z"))
+    chunks = doc.chunks(SMALL)
+    start = doc.text.index(fence)
+    line_starts = {start} | {start + m.end() for m in re.finditer("\n", fence)}
+    inside = [c for c in chunks if start < c.start < start + len(fence)]
+    assert len(inside) >= 2
+    assert all(c.start in line_starts for c in inside)
+    assert all(len(c.text) <= SMALL.max_chars for c in chunks)
+    assert all(c.heading_path == ("Doc", "Code") for c in chunks)  # code pieces carry no extra context
+    assert_invariants(doc.text, chunks)
+
+
+def test_an_over_long_code_line_is_cut_after_a_space_near_the_cap() -> None:
+    line = " ".join(f"arg{i}=value{i}" for i in range(60))  # about 900 characters, spaces every 13
+    doc = Doc().add("```\n" + line + "\n```", BlockKind.FENCE)
+    chunks = doc.chunks(SMALL)
+    assert all(len(c.text) <= SMALL.max_chars for c in chunks)
+    for before in chunks[:-1]:
+        assert doc.text[before.end] == " "  # every cut is at a space, none inside a word
+    assert_invariants(doc.text, chunks)
+
+
+def test_a_long_line_without_spaces_is_cut_on_characters_but_never_inside_one_glyph() -> None:
+    glyphs = ["e\u0301", "\U0001f469\u200d\U0001f4bb", "\u2764\ufe0f", "\ud83d\ude00", "か\u3099", "漢"]
+    line = "".join(glyphs[i % len(glyphs)] for i in range(400))
+    doc = Doc().add("```\n" + line + "\n```", BlockKind.FENCE)
+    options = ChunkOptions(target_chars=37, max_chars=50, overlap_chars=0, min_chars=0)
+    chunks = doc.chunks(options)
+    assert len(chunks) > 10
+    start = doc.text.index(line)
+    glyph_starts = set(
+        itertools.accumulate((len(glyphs[i % len(glyphs)]) for i in range(400)), initial=start)
+    )
+    cuts = [c.start for c in chunks[1:]] + [c.end for c in chunks[:-1]]
+    assert all(cut in glyph_starts for cut in cuts if start < cut < start + len(line))
+    assert all(len(c.text) <= options.max_chars for c in chunks)
+    assert_invariants(doc.text, chunks)
+
+
+def _table(columns: int, rows: int, cell: str = "v") -> str:
+    header = "| " + " | ".join(f"col{c}" for c in range(columns)) + " |"
+    rule = "|" + "|".join("---" for _ in range(columns)) + "|"
+    body = ["| " + " | ".join(f"{cell}{r}x{c}" for c in range(columns)) + " |" for r in range(rows)]
+    return "\n".join([header, rule, *body])
+
+
+def test_a_table_that_fits_stays_whole_with_no_extra_context() -> None:
+    table = _table(2, 4)
     doc = Doc().add(table, BlockKind.TABLE)
-    assert [c.text for c in doc.chunks(SMALL)] == [table]
+    chunks = doc.chunks(SMALL)
+    assert [(c.text, c.heading_path) for c in chunks] == [(table, ("Doc",))]
+
+
+def test_an_oversized_table_splits_by_rows_and_each_later_piece_carries_the_header_row() -> None:
+    table = _table(2, 30)
+    doc = Doc().heading(2, "Prices").add(table, BlockKind.TABLE)
+    chunks = doc.chunks(SMALL)
+    context = "col0 | col1"
+    assert len(chunks) > 2
+    assert chunks[0].text.startswith("## Prices\n\n| col0 | col1 |\n|---|---|\n| v0x0 |")
+    assert chunks[0].heading_path == ("Doc", "Prices")
+    start = doc.text.index(table)
+    row_starts = {start} | {start + m.end() for m in re.finditer("\n", table)}
+    for chunk in chunks[1:]:
+        assert chunk.start in row_starts and chunk.end + 1 in row_starts | {len(doc.text) + 1}
+        assert chunk.text.startswith("| v") and "col0" not in chunk.text
+        # The span is the rows alone; the header rides along as context, and the two fit the cap.
+        assert chunk.heading_path == ("Doc", "Prices", context)
+        assert len(chunk.text) + len(context) <= SMALL.max_chars
+    assert all(len(c.text) <= SMALL.max_chars for c in chunks)
+    assert_invariants(doc.text, chunks)
+
+
+def test_a_table_header_longer_than_the_cap_is_cut_in_the_span_and_shortened_as_context() -> None:
+    table = _table(40, 6)  # a header row of about 280 characters, a cap of 160
+    doc = Doc().add(table, BlockKind.TABLE)
+    chunks = doc.chunks(SMALL)
+    contexts = {c.heading_path[1] for c in chunks if len(c.heading_path) > 1}
+    assert len(contexts) == 1
+    (context,) = contexts
+    assert context.startswith("col0 | col1 | ") and context.endswith("…")
+    assert len(context) <= SMALL.max_chars // 2
+    for chunk in chunks:
+        extra = len(chunk.heading_path[1]) if len(chunk.heading_path) > 1 else 0
+        assert len(chunk.text) + extra <= SMALL.max_chars
+    assert_invariants(doc.text, chunks)
+
+
+def test_a_table_row_longer_than_the_room_beside_its_header_is_cut_to_fit() -> None:
+    table = "| key | note |\n|---|---|\n| k1 | " + words(60) + " |\n| k2 | short |"
+    doc = Doc().add(table, BlockKind.TABLE)
+    chunks = doc.chunks(SMALL)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        extra = len(chunk.heading_path[1]) if len(chunk.heading_path) > 1 else 0
+        assert len(chunk.text) + extra <= SMALL.max_chars
+    assert_invariants(doc.text, chunks)
+
+
+@pytest.mark.parametrize(
+    ("header", "limit", "expected"),
+    [
+        ("| a | b |", 20, "a | b"),
+        ("|  a  |\tb|", 20, "a | b"),
+        ("a | b", 20, "a | b"),
+        ("| alpha | beta | gamma | delta |", 20, "alpha | beta…"),
+        ("| " + "x" * 50 + " |", 10, "x" * 9 + "…"),
+        ("| a | b |", 1, ""),
+        ("| |", 20, ""),
+    ],
+)
+def test_table_context_is_the_header_row_without_outer_pipes_and_within_its_limit(
+    header: str, limit: int, expected: str
+) -> None:
+    context = table_context(header, limit)
+    assert context == expected
+    assert len(context) <= limit
 
 
 def test_an_oversized_paragraph_splits_on_line_boundaries() -> None:
@@ -277,14 +395,28 @@ def test_text_without_any_boundary_splits_on_characters_as_a_last_resort() -> No
 
 def test_a_fence_nested_in_a_long_list_survives_the_split_of_the_list() -> None:
     items = [f"- item {i} " + words(4) for i in range(8)]
-    fence = "  ```\n" + "\n".join(f"  code {i}" for i in range(20)) + "\n  ```"
+    fence = "  ```\n" + "\n".join(f"  code {i}" for i in range(12)) + "\n  ```"
     source = "\n".join([*items[:4], fence, *items[4:]])
     start = source.index("```")
     end = source.rindex("```") + 3
+    assert end - start <= SMALL.max_chars
     block = Block(0, len(source), BlockKind.LIST, keep_together=((start, end),))
     chunks = build_chunks("a.md", source, [block], title="a", options=SMALL)
     assert any(c.start <= start and c.end >= end for c in chunks)
     assert not any(start < c.start < end or start < c.end < end for c in chunks)
+    assert_invariants(source, chunks)
+
+
+def test_a_fence_nested_in_a_list_that_is_longer_than_the_cap_is_split_on_its_lines() -> None:
+    fence = "  ```\n" + "\n".join(f"  code line {i}" for i in range(40)) + "\n  ```"
+    source = "\n".join(["- first item", fence, "- last item"])
+    start, end = source.index("```"), source.rindex("```") + 3
+    block = Block(0, len(source), BlockKind.LIST, keep_together=((start, end),))
+    chunks = build_chunks("a.md", source, [block], title="a", options=SMALL)
+    inside = [c for c in chunks if start < c.start < end]
+    assert inside
+    assert all(source[: c.start].endswith("\n  ") for c in inside)  # at a line start, past the indent
+    assert all(len(c.text) <= SMALL.max_chars for c in chunks)
     assert_invariants(source, chunks)
 
 
@@ -416,10 +548,100 @@ def test_any_blocks_and_options_give_chunks_that_slice_order_and_cover_the_body(
     text, blocks, body_start = case
     chunks = build_chunks("p.md", text, blocks, title="P", options=options, body_start=body_start)
     assert_invariants(text, chunks, body_start)
-    whole = [(b.start, b.end) for b in blocks if b.kind in INDIVISIBLE]
     for chunk in chunks:
-        if len(chunk.text) > options.max_chars:
-            assert any(s <= chunk.start and chunk.end <= e for s, e in whole), (
-                "only a lone code block or table may exceed max_chars"
-            )
+        assert len(chunk.text) <= options.max_chars, "no chunk exceeds max_chars, code and tables included"
     assert chunks == build_chunks("p.md", text, blocks, title="P", options=options, body_start=body_start)
+
+
+# ------------------------------------------------- property: giant blocks
+
+_CELL = st.text(st.sampled_from(list("abcxyz019 あい漢字-_.")), max_size=12)
+_GLYPHS = st.sampled_from(
+    [
+        *list("abcxyz あい漢字。.,、"),
+        "e\u0301",
+        "か\u3099",
+        "\U0001f469\u200d\U0001f4bb",
+        "\u2764\ufe0f",
+        "\ud83d\ude00",
+    ]
+)
+
+
+@st.composite
+def giant_documents(draw: st.DrawFn) -> tuple[Doc, set[str], set[str]]:
+    """Documents of headings, prose, tables, code and single long lines, many far over the cap.
+
+    Returns the document, its heading names and the header rows of its tables.
+    """
+    doc = Doc(newline=draw(st.sampled_from(["\n", "\r\n"])))
+    headings: set[str] = set()
+    headers: set[str] = set()
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["heading", "prose", "table", "code", "line"]))
+        if kind == "heading":
+            name = f"H{draw(st.integers(0, 99))}"
+            headings.add(name)
+            doc.heading(draw(st.integers(1, 4)), name)
+        elif kind == "prose":
+            doc.add("".join(draw(st.lists(_ALPHABET, min_size=1, max_size=300))).strip() or "p")
+        elif kind == "table":
+            columns = draw(st.integers(1, 8))
+            wide = draw(st.booleans())  # a header that may not fit the cap by itself
+            header = (
+                "| "
+                + " | ".join(
+                    f"col{c}" + ("w" * draw(st.integers(0, 120)) if wide else "") for c in range(columns)
+                )
+                + " |"
+            )
+            rows = [
+                "| " + " | ".join(draw(_CELL) for _ in range(columns)) + " |"
+                for _ in range(draw(st.integers(0, 60)))
+            ]
+            headers.add(header)
+            doc.add(doc.newline.join([header, "|" + "---|" * columns, *rows]), BlockKind.TABLE)
+        elif kind == "code":
+            code_lines = draw(
+                st.lists(st.text(st.sampled_from(list("ab c=(){}; 漢")), max_size=150), max_size=40)
+            )
+            doc.add(doc.newline.join(["```", *code_lines, "```"]), BlockKind.FENCE)
+        else:
+            line = "".join(draw(st.lists(_GLYPHS, min_size=1, max_size=1500))).strip() or "x"
+            doc.add(line, draw(st.sampled_from([BlockKind.PARAGRAPH, BlockKind.FENCE])))
+    return doc, headings, headers
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(giant_documents(), options_strategy())
+def test_no_chunk_of_any_document_is_longer_than_max_chars_counting_a_tables_header_context(
+    case: tuple[Doc, set[str], set[str]], options: ChunkOptions
+) -> None:
+    """Measured: ``len(chunk.text)`` (the span) <= ``max_chars`` for every chunk, and for a piece of
+    a split table that carries the table's header row in its heading path, the span plus that entry
+    <= ``max_chars``. The title and section headings in the path are not counted (they never were)."""
+    doc, headings, headers = case
+    chunks = doc.chunks(options, title="P")
+    assert_invariants(doc.text, chunks)
+    contexts = {table_context(h, options.max_chars // 2) for h in headers}
+    for chunk in chunks:
+        extra = [entry for entry in chunk.heading_path[1:] if entry not in headings]
+        assert len(extra) <= 1 and set(extra) <= contexts
+        assert len(chunk.text) + sum(map(len, extra)) <= options.max_chars
+        for cut in (chunk.start, chunk.end):
+            assert not _splits_a_glyph(doc.text, cut), f"cut inside one glyph at {cut}"
+
+
+def _splits_a_glyph(text: str, i: int) -> bool:
+    """Whether offset ``i`` falls inside one of the multi-code-point glyphs the documents above use."""
+    if not 0 < i < len(text):
+        return False
+    before, after = text[i - 1], text[i]
+    return (
+        unicodedata.category(after) in ("Mn", "Mc", "Me")
+        or "\u200d" in (before, after)
+        or after == "\ufe0f"
+        or ("\ud800" <= before <= "\udbff" and "\udc00" <= after <= "\udfff")
+    )

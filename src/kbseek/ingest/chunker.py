@@ -19,16 +19,24 @@ The rules, in order:
    one if that is of the same or a shallower level; the merged chunk keeps
    the heading path of whatever comes first in it.
 4. A section that is too long is split on block boundaries near
-   ``target_chars``, never above ``max_chars``; a block longer than
-   ``max_chars`` is split on lines, then sentences, then characters, except a
-   code block or table, which is always kept whole. Consecutive pieces of one
-   section overlap by about ``overlap_chars``.
+   ``target_chars``, never above ``max_chars``; a longer block is split on
+   lines, then sentences, then characters. A code block or table is kept
+   whole when it fits, else split on lines (a table's rows), and a line over
+   ``max_chars`` on characters, after a space if one is near, never inside
+   one glyph (a combining mark, a surrogate pair, an emoji joined by ZWJ).
+   Consecutive pieces of one section overlap by about ``overlap_chars``.
+5. No chunk is longer than ``max_chars``. The pieces of a split table without
+   its header row carry that row (at most ``max_chars // 2`` characters) as
+   one more heading-path entry, the context a heading gives a section: it is
+   indexed and embedded with the rows while the span covers the rows only,
+   and the text plus that entry stays within ``max_chars``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -93,8 +101,8 @@ class BlockKind(StrEnum):
 
 
 INDIVISIBLE: frozenset[BlockKind] = frozenset({BlockKind.TABLE, BlockKind.FENCE})
-"""Kinds that are never cut, even when longer than ``max_chars``: half a code
-listing or a table without its header row answers nothing."""
+"""Kinds kept whole whenever they fit in ``max_chars`` (half a listing answers less); a longer one
+is split on lines all the same: one chunk of megabytes makes every search that touches it slow."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,8 @@ class Block:
 
     ``level`` and ``heading`` only matter for :attr:`BlockKind.HEADING`.
     ``keep_together`` lists spans inside a splittable block (a code fence
-    nested in a list item) that must stay whole if the block is cut up.
+    nested in a list item) that stay whole if the block is cut up, as long as
+    they fit in ``max_chars``.
     """
 
     start: int
@@ -316,6 +325,9 @@ class _Unit:
     """Whether an overlap may begin at a line start inside this unit."""
     heading: bool
     keep: tuple[tuple[int, int], ...] = ()
+    context: int = 0
+    """Characters of context the unit adds to its path (a split table's header row): a chunk that
+    begins with this unit has that much less room for text."""
 
 
 _SENTENCE_END = re.compile(r"[。！？]+[」』）)]*|[.!?]+[\"')\]]*(?=\s)")
@@ -328,32 +340,82 @@ def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOpt
         for block in section.blocks:
             heading = block.kind is BlockKind.HEADING
             whole = block.kind in INDIVISIBLE
-            if whole or block.end - block.start <= options.max_chars:
+            if block.end - block.start <= options.max_chars:
                 keep = block.keep_together
                 units.append(_Unit(block.start, block.end, section.path, not whole, heading, keep))
-                continue
-            for start, end in _split_block(text, lines, block, options):
-                units.append(_Unit(start, end, section.path, False, heading))
+            elif block.kind is BlockKind.TABLE:
+                units.extend(_table_units(text, lines, block, section.path, options))
+            elif block.kind is BlockKind.FENCE:
+                for start, end in _split_lines(text, lines, block.start, block.end, options, code=True):
+                    units.append(_Unit(start, end, section.path, False, heading))
+            else:
+                for start, end in _split_block(text, lines, block, options):
+                    units.append(_Unit(start, end, section.path, False, heading))
     return units
 
 
 def _split_block(
     text: str, lines: LineIndex, block: Block, options: ChunkOptions
 ) -> Iterator[tuple[int, int]]:
-    """Cut an over-long splittable block into lines, keeping nested code or tables whole."""
+    """Cut an over-long splittable block into lines, keeping nested code or tables whole if they fit."""
     position = block.start
     for keep_start, keep_end in sorted(block.keep_together):
         if keep_end <= position:
             continue
-        yield from _split_lines(text, lines, position, max(position, keep_start), options)
-        yield max(position, keep_start), keep_end
+        keep_start = max(position, keep_start)
+        yield from _split_lines(text, lines, position, keep_start, options)
+        if keep_end - keep_start <= options.max_chars:
+            yield keep_start, keep_end
+        else:
+            yield from _split_lines(text, lines, keep_start, keep_end, options, code=True)
         position = keep_end
     yield from _split_lines(text, lines, position, block.end, options)
 
 
+def _table_units(
+    text: str, lines: LineIndex, block: Block, path: tuple[str, ...], options: ChunkOptions
+) -> Iterator[_Unit]:
+    """An over-long table as one unit per row. The header row keeps the section's path; every later
+    line (the delimiter row, the body rows) takes the header as one more entry, and is cut to fit it.
+    """
+    bounds = [block.start, *lines.starts_inside(block.start, block.end), block.end]
+    header_start, header_end = _trim(text, bounds[0], bounds[1])
+    context = table_context(text[header_start:header_end], options.max_chars // 2)
+    row_path = (*path, context) if context else path
+    room = options.max_chars - len(context)
+    for index, (line_start, line_end) in enumerate(pairwise(bounds)):
+        a, b = _trim(text, line_start, line_end)
+        if a >= b:
+            continue
+        head = index == 0
+        fits = options.max_chars if head else room
+        pieces = [(a, b)] if b - a <= fits else _hard_cut(text, a, b, min(options.target_chars, fits))
+        for start, end in pieces:
+            if head:
+                yield _Unit(start, end, path, False, False)
+            else:
+                yield _Unit(start, end, row_path, False, False, context=len(context))
+
+
+def table_context(header: str, limit: int) -> str:
+    """A table's header row as a heading-path entry: whitespace collapsed, at most ``limit`` characters.
+
+    The outer pipes go (``| a | b |`` becomes ``a | b``); a longer header is
+    cut at a cell boundary when one is in its second half, and ends with ``…``.
+    """
+    row = " ".join(header.split()).strip("|").strip()
+    if len(row) <= limit:
+        return row
+    if limit <= 1:
+        return ""
+    cut = row.rfind(" | ", limit // 2, limit - 1)
+    return row[: cut if cut > 0 else limit - 1].rstrip() + "…"
+
+
 def _split_lines(
-    text: str, lines: LineIndex, start: int, end: int, options: ChunkOptions
+    text: str, lines: LineIndex, start: int, end: int, options: ChunkOptions, *, code: bool = False
 ) -> Iterator[tuple[int, int]]:
+    """Lines of an over-long span; a line over ``max_chars`` is cut at sentence ends, or on characters in code."""
     bounds = [start, *lines.starts_inside(start, end), end]
     for line_start, line_end in pairwise(bounds):
         a, b = _trim(text, line_start, line_end)
@@ -361,6 +423,8 @@ def _split_lines(
             continue
         if b - a <= options.max_chars:
             yield a, b
+        elif code:
+            yield from _hard_cut(text, a, b, options.target_chars)
         else:
             yield from _split_sentences(text, a, b, options)
 
@@ -380,7 +444,11 @@ def _split_sentences(text: str, start: int, end: int, options: ChunkOptions) -> 
 
 
 def _hard_cut(text: str, start: int, end: int, size: int) -> Iterator[tuple[int, int]]:
-    """Last resort: pieces of at most ``size`` characters, cut after a space or comma if one is near."""
+    """Last resort: pieces of at most ``size`` characters, cut after a space or comma if one is near.
+
+    Without one (Japanese, a minified line), the cut is moved back off any
+    point that would split what renders as one character.
+    """
     while end - start > size:
         limit = start + size
         cut = limit
@@ -388,12 +456,42 @@ def _hard_cut(text: str, start: int, end: int, size: int) -> Iterator[tuple[int,
             if text[i].isspace() or text[i] in _SOFT_BREAK:
                 cut = i + 1
                 break
+        else:
+            cut = _cluster_boundary(text, start, limit)
         piece = _trim(text, start, cut)
         if piece[0] < piece[1]:
             yield piece
         start = _trim(text, cut, end)[0]
     if start < end:
         yield start, end
+
+
+_JOINERS = frozenset("\u200c\u200d\u034f\u180b\u180c\u180d\u180e")
+_MAX_CLUSTER = 32
+
+
+def _joined(text: str, i: int) -> bool:
+    """Whether ``text[i - 1]`` and ``text[i]`` belong to one user-perceived character."""
+    a, b = text[i - 1], text[i]
+    return (
+        ("\ud800" <= a <= "\udbff" and "\udc00" <= b <= "\udfff")  # a surrogate pair (surrogatepass)
+        or (a == "\r" and b == "\n")
+        or a in _JOINERS
+        or b in _JOINERS
+        or "\ufe00" <= b <= "\ufe0f"  # variation selectors
+        or "\U000e0020" <= b <= "\U000e01ef"  # tag characters (flags), more variation selectors
+        or "\U0001f3fb" <= b <= "\U0001f3ff"  # emoji skin tones
+        or ("\U0001f1e6" <= a <= "\U0001f1ff" and "\U0001f1e6" <= b <= "\U0001f1ff")  # flag pairs
+        or unicodedata.category(b) in ("Mn", "Mc", "Me")  # combining marks
+    )
+
+
+def _cluster_boundary(text: str, start: int, cut: int) -> int:
+    """``cut``, or the nearest point before it that does not split a character sequence."""
+    i = cut
+    while i > start + 1 and cut - i < _MAX_CLUSTER and _joined(text, i):
+        i -= 1
+    return cut if _joined(text, i) else i
 
 
 # ---------------------------------------------------------------- packing
@@ -403,10 +501,11 @@ def _pack(
     text: str, lines: LineIndex, units: list[_Unit], options: ChunkOptions
 ) -> list[tuple[int, int, tuple[str, ...]]]:
     """Greedily pack a section group's units into chunks near the target size."""
-    target, limit = options.target_chars, options.max_chars
     spans: list[tuple[int, int, tuple[str, ...]]] = []
     first, start = 0, units[0].start
     while True:
+        limit = options.max_chars - units[first].context
+        target = min(options.target_chars, limit)
         last = first
         while last + 1 < len(units):
             shorter = units[last].end - start
@@ -441,13 +540,14 @@ def _overlap_start(
 
     Only block or line boundaries qualify, never a point inside a code block or
     table, and only if the next chunk can still take its first new unit
-    without going over ``max_chars``.
+    without going over ``max_chars`` (less the context that unit brings).
     """
     want = options.overlap_chars
     if want == 0:
         return None
     end = units[last].end
-    earliest = max(chunk_start + 1, end - 2 * want, units[last + 1].end - options.max_chars)
+    following = units[last + 1]
+    earliest = max(chunk_start + 1, end - 2 * want, following.end - (options.max_chars - following.context))
     best: int | None = None
     for k in range(last, first - 1, -1):
         unit = units[k]
