@@ -2,9 +2,27 @@
 
 One rendering serves both, so what a person sees in a terminal is what an
 agent reads next to the structured result.
+
+Document text is data (decision 0018). Every piece of it in a text block (a snippet, a passage,
+a document window) sits between two delimiter lines that carry a boundary token drawn afresh
+for each response::
+
+    <<<kbseek-doc 3f9a1c2b7d4e5f60 path="notes/x.md" lines=10-24>>>
+    …the document's text…
+    <<<kbseek-end 3f9a1c2b7d4e5f60>>>
+
+A document cannot know the token, so it cannot close its block early or open one for another
+file; :func:`document_body` also breaks up what imitates kbseek's framing (see there). File
+names, titles and headings shown outside a block are printed on one line with control, format
+and bidirectional characters escaped (:func:`escaped`). Structured content keeps every value raw.
 """
 
 from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable
 
 from kbseek.models import HEADING_SEPARATOR
 from kbseek.progress import describe
@@ -18,9 +36,92 @@ from kbseek.responses import (
 )
 from kbseek.words import counted
 
+# -- untrusted text ------------------------------------------------------------------------------------
+
+DOC_OPEN = "<<<kbseek-doc"
+DOC_CLOSE = "<<<kbseek-end"
+DELIMITER_PREFIX = "<<<kbseek"
+"""Both delimiter lines start with this; document text never contains it as written (see :func:`document_body`)."""
+
+MARK = "\u200b"
+"""ZERO WIDTH SPACE: inserted into document text to break a sequence that imitates framing."""
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NAME_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_BODY_ESCAPED = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # control characters but tab and newline
+    "\u2028\u2029"  # line and paragraph separators
+    "\u202a-\u202e\u2066-\u2069"  # bidirectional embeddings, overrides and isolates
+    "\U000e0000-\U000e007f]"  # tag characters: invisible on screen, read by a language model
+    "|\r(?!\n)"  # a carriage return that does not end a line
+)
+_FORGED = re.compile(
+    r"<<<(?=kbseek)"  # the delimiter prefix, anywhere in the text
+    r"|(?m:^(?=── |note: |\[passage cut|\[kbseek))"  # a line that starts like kbseek's own framing
+    r"|<(?=/?(?:system|assistant|user|human|tool_result|tool_use|function_results|function_calls)\b)",
+    re.IGNORECASE,
+)
+
+
+def _escape_char(ch: str) -> str:
+    if ch in _SHORT:
+        return _SHORT[ch]
+    code = ord(ch)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escaped(name: str) -> str:
+    r"""A file name, title, heading or note as one line of text: control, format (bidirectional
+    overrides, zero-width and tag characters), line-separator and surrogate characters are written
+    as escapes (``\n``, ``\u001b``, ``\u202e``). The structured result keeps the value as it is,
+    so a path still round-trips."""
+    if name.isprintable():
+        return name
+    return "".join(_escape_char(c) if unicodedata.category(c) in _NAME_ESCAPED else c for c in name)
+
+
+def _quoted(value: str) -> str:
+    """``value`` as a double-quoted string on one line, ``\\`` and ``"`` escaped as in JSON."""
+    return '"' + escaped(value.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+def document_body(text: str) -> str:
+    """Document text as it goes between the delimiters: its lines kept, nothing in it able to pass
+    for kbseek's framing.
+
+    - C0 and C1 control characters other than tab and newline (a carriage return only when no
+      newline follows it), U+2028/U+2029, the bidirectional embedding, override and isolate
+      characters and the tag characters U+E0000–U+E007F are written as escapes (``\\u001b``,
+      ``\\u202e``): they can move or hide text on a screen, start a line where the text has none,
+      or carry words a reader cannot see.
+    - :data:`MARK` is inserted after ``<<<`` wherever ``kbseek`` follows (any case), so
+      ``<<<kbseek-end …>>>`` in a document is never a delimiter; before a line that starts like a
+      passage header (``── ``), a note (``note: ``) or a cut marker (``[passage cut``, ``[kbseek``);
+      and after ``<`` in tags that imitate a conversation's framing (``</tool_result>``, ``<system>``,
+      ``<user>`` …).
+    """
+    shown = _BODY_ESCAPED.sub(lambda m: _escape_char(m[0]), text)
+    return _FORGED.sub(lambda m: m[0] + MARK, shown)
+
+
+def boundary() -> str:
+    """A fresh token for one response's delimiters: 64 random bits, which no document can predict."""
+    return secrets.token_hex(8)
+
+
+def passage(token: str, text: str, path: str, where: str) -> list[str]:
+    """The lines of one delimited block of document text from ``path``; ``where`` says which part
+    (``lines=10-24``, ``chars=0-4000``)."""
+    head = f"{DOC_OPEN} {token} path={_quoted(path)} {where}>>>"
+    return [head, document_body(text), f"{DOC_CLOSE} {token}>>>"]
+
+
+def _heading(parts: Iterable[str]) -> str:
+    return escaped(HEADING_SEPARATOR.join(parts))
+
 
 def _notes(notes: list[str]) -> list[str]:
-    return [f"note: {n}" for n in notes]
+    return [f"note: {escaped(n)}" for n in notes]
 
 
 def _explain(e: Explanation) -> str:
@@ -31,7 +132,8 @@ def _explain(e: Explanation) -> str:
     return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 
-def search_text(r: SearchResponse) -> str:
+def search_text(r: SearchResponse, token: str | None = None) -> str:
+    token = token or boundary()
     legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
     head = f"{counted(len(r.hits), 'hit')} for {r.query!r}"
     head += "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
@@ -39,32 +141,32 @@ def search_text(r: SearchResponse) -> str:
         head += " — low confidence: the knowledge base may not cover this"
     lines = [head]
     for i, h in enumerate(r.hits, 1):
-        lines.append(f"{i}. {h.path} — {HEADING_SEPARATOR.join(h.heading_path)}")
-        lines.append(f"   score {h.score:.4f} · lines {h.line_start}–{h.line_end} · chunk_id {h.chunk_id}")
+        lines.append(f"{i}. {escaped(h.path)} — {_heading(h.heading_path)}")
+        lines.append(f"   score {h.score:.4f} · chunk_id {escaped(h.chunk_id)}")
         if h.explain is not None:
             lines.append(_explain(h.explain))
-        lines.append(f"   {h.snippet}")
+        lines.extend(passage(token, h.snippet, h.path, f"lines={h.line_start}-{h.line_end}"))
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 
 
-def fetch_text(r: FetchResponse) -> str:
+def fetch_text(r: FetchResponse, token: str | None = None) -> str:
+    token = token or boundary()
     lines: list[str] = []
     for p in r.passages:
-        lines.append(
-            f"── {p.path} — {HEADING_SEPARATOR.join(p.heading_path)} (lines {p.line_start}–{p.line_end})"
-        )
-        lines.append(p.text)
+        lines.append(f"── {escaped(p.path)} — {_heading(p.heading_path)} (lines {p.line_start}–{p.line_end})")
+        lines.extend(passage(token, p.text, p.path, f"lines={p.line_start}-{p.line_end}"))
         if p.truncated:
             lines.append("[passage cut: see notes]")
     for m in r.missing:
-        lines.append(f"{m.chunk_id}: {m.message}")
+        lines.append(f"{escaped(m.chunk_id)}: {escaped(m.message)}")
     lines.extend(_notes(r.notes))
     return "\n".join(lines) if lines else "nothing fetched"
 
 
-def document_text(r: DocumentResponse) -> str:
-    lines = [r.text]
+def document_text(r: DocumentResponse, token: str | None = None) -> str:
+    chars = f"chars={r.offset}-{r.offset + r.returned_chars}"
+    lines = passage(token or boundary(), r.text, r.path, chars)
     if r.truncated or r.notes:
         lines.append("")
         lines.extend(_notes(r.notes))
@@ -76,7 +178,8 @@ def topics_text(r: TopicsResponse) -> str:
     for t in r.topics:
         more = f" … and {t.more_titles} more" if t.more_titles else ""
         docs = counted(t.documents, "document")
-        lines.append(f"- {t.prefix or '(root)'}: {docs} — {'; '.join(t.titles)}{more}")
+        titles = "; ".join(escaped(title) for title in t.titles)
+        lines.append(f"- {escaped(t.prefix) or '(root)'}: {docs} — {titles}{more}")
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 
@@ -95,8 +198,8 @@ def status_text(r: StatusResponse) -> str:
     if not r.chunks:
         r = r.model_copy(update={"embedded": None})  # "0 of 0 chunks embedded" says nothing
     lines = [
-        f"knowledge base: {r.root}",
-        f"index:          {r.index_path}",
+        f"knowledge base: {escaped(r.root)}",
+        f"index:          {escaped(r.index_path)}",
         f"documents:      {r.documents}",
         f"chunks:         {r.chunks}",
         f"indexing:       {_indexing(r)}",
@@ -109,11 +212,11 @@ def status_text(r: StatusResponse) -> str:
         f"parsers:        {', '.join(r.parsers)}",
         f"skipped:        {counted(r.skipped_total, 'file or folder', 'files or folders')}",
     ]
-    lines.extend(f"  - {s.path}: {s.reason}" for s in r.skipped)
+    lines.extend(f"  - {escaped(s.path)}: {escaped(s.reason)}" for s in r.skipped)
     if r.warnings:
         lines.append(f"warnings:       {len(r.warnings)}")
-        lines.extend(f"  - {w.path}: {w.reason}" for w in r.warnings)
+        lines.extend(f"  - {escaped(w.path)}: {escaped(w.reason)}" for w in r.warnings)
     if r.last_error:
-        lines.append(f"last error:     {r.last_error}")
+        lines.append(f"last error:     {escaped(r.last_error)}")
     lines.extend(_notes(r.notes))
     return "\n".join(lines)

@@ -8,7 +8,7 @@ wording and the caps are tested without a store, a model or a server.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,28 @@ from kbseek.search.pipeline import PipelineResult, RankedHit, SearchRequest
 from kbseek.semantic import SemanticState
 from kbseek.uris import document_uri
 from kbseek.words import counted
+
+# -- echoes --------------------------------------------------------------------------------------------
+
+ECHO_CHARS = 300
+"""The most of a caller's own input (a query, an id, a path prefix) a response repeats: the caps bound
+the whole response (T3), echoes included, so a 1 MB query does not come back as a 1 MB response."""
+
+
+def bounded(text: str, most: int = ECHO_CHARS) -> str:
+    """``text`` itself when it has at most ``most`` characters, else its start and ``…(N more characters)``."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}…({counted(len(text) - most, 'more character')})"
+
+
+def bounded_middle(text: str, most: int) -> str:
+    """``text`` cut in the middle to about ``most`` characters: a message quoting input keeps its advice."""
+    if len(text) <= most:
+        return text
+    keep = max(most // 2, 1)
+    return f"{text[:keep]}…({counted(len(text) - 2 * keep, 'more character')})…{text[-keep:]}"
+
 
 # -- arguments -----------------------------------------------------------------------------------------
 
@@ -162,7 +184,7 @@ def search_response(
         truncated = True
         notes.append(
             f"the query had more than {limits.max_query_terms} searchable terms; these were not used: "
-            + " ".join(result.compiled.dropped[:20])
+            + bounded(" ".join(result.compiled.dropped[:20]))
             + " — shorten the query"
         )
         codes.append("terms_dropped")
@@ -171,7 +193,7 @@ def search_response(
             truncated = True
             notes.append(
                 f"alternative phrasing {i} (also) had more than {limits.max_query_terms} searchable terms; "
-                "these were not used: " + " ".join(compiled.dropped[:20]) + " — shorten it"
+                "these were not used: " + bounded(" ".join(compiled.dropped[:20])) + " — shorten it"
             )
             codes.append("terms_dropped")
     if result.more_available:
@@ -191,7 +213,7 @@ def search_response(
         notes.append(empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions))
         codes.append("empty")
     response = SearchResponse(
-        query=args.query, also=list(args.also), hits=hits, legs=legs, truncated=truncated, notes=notes,
+        query=bounded(args.query), also=[bounded(a) for a in args.also], hits=hits, legs=legs, truncated=truncated, notes=notes,
         note_codes=codes, index=summary, low_confidence=result.low_confidence,
     )  # fmt: skip
     return fit_search(response, limits.max_response_chars)
@@ -257,7 +279,8 @@ def empty_explanation(
     scope = ""
     if prefix or tags:
         scope = " within " + " and ".join(
-            ([f"path_prefix={prefix!r}"] if prefix else []) + ([f"tags={list(tags)}"] if tags else [])
+            ([f"path_prefix={bounded(prefix)!r}"] if prefix else [])
+            + ([f"tags={bounded(str(list(tags)))}"] if tags else [])
         )
     base = (
         f"no chunk matched{scope}; the index holds {counted(summary.documents, 'document')} and "
@@ -269,17 +292,26 @@ def empty_explanation(
     return base + ". Try other words, a synonym, the other language, or drop filters"
 
 
-def fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:
-    """Drop hits from the end until the serialised response fits ``max_chars``, its cut note included (T3).
+def _json_size(response: SearchResponse) -> int:
+    return len(response.model_dump_json())
+
+
+def fit_search(
+    response: SearchResponse, max_chars: int, measure: Callable[[SearchResponse], int] = _json_size
+) -> SearchResponse:
+    """Drop hits from the end until the response measures at most ``max_chars``, its cut note included (T3).
 
     The note saying the response was cut is part of the response, so each candidate is measured with
     it: fitting the hits first and adding the note after would overshoot the cap by the note's length.
+    ``measure`` is the serialised structured result by default; a surface that sends a text
+    rendering beside it measures both (and may fit a response already fitted: its cut note is
+    replaced, not repeated).
     """
-    if len(response.model_dump_json()) <= max_chars:
+    if measure(response) <= max_chars:
         return response
     kept = len(response.hits) - 1
     cut = _cut_to(response, max(kept, 0), max_chars)
-    while kept > 0 and len(cut.model_dump_json()) > max_chars:
+    while kept > 0 and measure(cut) > max_chars:
         kept -= 1
         cut = _cut_to(response, kept, max_chars)
     return cut
@@ -287,12 +319,13 @@ def fit_search(response: SearchResponse, max_chars: int) -> SearchResponse:
 
 def _cut_to(response: SearchResponse, kept: int, max_chars: int) -> SearchResponse:
     """``response`` with only its first ``kept`` hits and the note that says so."""
+    earlier = [i for i, code in enumerate(response.note_codes) if code == "cut_to_fit"]
     notes = [
-        *response.notes,
+        *(n for i, n in enumerate(response.notes) if i not in earlier),
         f"the response was cut to {counted(kept, 'hit')} to stay under {counted(max_chars, 'character')}; "
         "lower snippet_chars",
     ]
-    codes = [*response.note_codes, "cut_to_fit"]
+    codes = [*(c for c in response.note_codes if c != "cut_to_fit"), "cut_to_fit"]
     return response.model_copy(
         update={"hits": list(response.hits[:kept]), "truncated": True, "notes": notes, "note_codes": codes}
     )
@@ -375,12 +408,12 @@ def stale_chunk(
     if path is not None and when is not None:
         what = "was edited" if document_exists else "was removed or renamed"
         return MissingChunk(
-            chunk_id=chunk_id, status="stale", path=path,
+            chunk_id=bounded(chunk_id), status="stale", path=path,
             message=f"stale id: {path} {what} at {iso(when)} and its chunks were replaced; "
             "search again for current ids",
         )  # fmt: skip
     return MissingChunk(
-        chunk_id=chunk_id, status="unknown",
+        chunk_id=bounded(chunk_id), status="unknown",
         message="unknown id: no chunk with this id exists in the index (ids come from search results); "
         "search again",
     )  # fmt: skip
