@@ -110,6 +110,9 @@ class Settings:
     """While the file watcher runs: time between two full stat scans on a background thread, which
     recover what the watcher missed (an overflowed event queue, a change before it started) without
     putting a scan on any call's path (docs/decisions/0015)."""
+    approximate_above: int = 100_000
+    """Above this many chunk vectors the dense leg searches an approximate (HNSW, int8) index saved
+    beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
 
     def __post_init__(self) -> None:
         if self.max_file_bytes <= 0:
@@ -136,6 +139,10 @@ class Settings:
                 "[index].reconcile_interval must be a finite number of seconds above 0, "
                 f"not {self.reconcile_interval_s}"
             )
+        if self.approximate_above < 0:
+            raise ConfigError(
+                f"[index].approximate_above must be 0 (always approximate) or more, not {self.approximate_above}"
+            )
 
 
 # Config-file layout: top-level keys and tables, each mapped to Settings fields.
@@ -146,7 +153,7 @@ _TABLES: dict[str, set[str]] = {
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
     "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead"},
-    "index": {"freshness_interval", "reconcile_interval"},
+    "index": {"freshness_interval", "reconcile_interval", "approximate_above"},
 }
 
 
@@ -281,6 +288,10 @@ def build_settings(
     if "reconcile_interval" in fv.get("index", {}):
         kwargs["reconcile_interval_s"] = _typed(
             "[index].", "reconcile_interval", fv["index"]["reconcile_interval"], float
+        )
+    if "approximate_above" in fv.get("index", {}):
+        kwargs["approximate_above"] = _typed(
+            "[index].", "approximate_above", fv["index"]["approximate_above"], int
         )
     return Settings(**kwargs)
 

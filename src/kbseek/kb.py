@@ -95,7 +95,8 @@ class KnowledgeBase:
         """The index itself, for tools below this API (tests, benchmarks); surfaces never need it."""
         if settings.semantic and embedder is None:
             embedder = make_embedder(settings.embed)
-        self._semantic = SemanticLeg(embedder if settings.semantic else None, self.store)
+        folder = None if read_only else self.index_dir  # where an approximate dense index is saved
+        self._semantic = SemanticLeg(embedder if settings.semantic else None, self.store, settings, folder)
         self._runner = IndexRunner(
             self.store, self.index_dir, self._live, self._semantic, read_only=read_only
         )
@@ -113,6 +114,7 @@ class KnowledgeBase:
     def close(self) -> None:
         """Stop the watcher, let a background pass finish, and release the index."""
         self._runner.close()
+        self._semantic.close()
         self.store.close()
 
     # -- settings and state ------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 A server runs for days; a person edits ``kbseek.toml`` meanwhile and expects the edit to apply
 without a restart. What a running process can apply (``config.RELOADABLE``: exclusions, parsers,
 limits, fusion, freshness) is swapped in; what it cannot (the root, the index folder, the model,
-chunking) is named in ``index_status`` as waiting for a restart. A broken file keeps the old
-settings and says why, since a typo in an editor must never take a running server down.
+chunking, ``approximate_above``) is named in ``index_status`` as waiting for a restart. A broken
+file keeps the old settings and says why, since a typo in an editor must never take a running server down.
 
 The settings and the parser registry built from them are swapped as one value (:class:`Active`),
 so no reader can see the new settings with the old parsers, and a registry that cannot be built
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 PathArg = str | os.PathLike[str]
 
-RESTART_NEEDED = ("root", "index_dir", "embed", "semantic", "chunking")
+RESTART_NEEDED = ("root", "index_dir", "embed", "semantic", "chunking", "approximate_above")
 """Settings a running process keeps as it started with; a change to them waits for a restart."""
 
 

@@ -18,7 +18,7 @@ from kbseek.embed.base import Embedder
 from kbseek.errors import EmbedderUnavailable
 from kbseek.live_config import LiveConfig
 from kbseek.responses import IndexSummary, SearchResponse
-from kbseek.search.dense import DenseIndex
+from kbseek.search.dense import VectorIndex
 from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, run_search
 from kbseek.semantic import SemanticLeg, SemanticState
 from kbseek.store.base import Store
@@ -44,8 +44,8 @@ class Retrieval:
         return self._semantic.embedder
 
     @property
-    def dense(self) -> DenseIndex | None:
-        """The in-memory vectors a search uses now; ``None`` until the model is loaded."""
+    def dense(self) -> VectorIndex | None:
+        """The dense index a search uses now (exact or approximate); ``None`` until the model is loaded."""
         return self._semantic.dense if self._semantic.ready else None
 
     def dense_leg(

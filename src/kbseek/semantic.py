@@ -21,12 +21,14 @@ import logging
 import threading
 from enum import Enum, StrEnum
 from functools import partial
+from pathlib import Path
 
 from kbseek.config import Settings
 from kbseek.embed.base import Embedder, embed_queries
 from kbseek.errors import IndexIncompatible, KbError
 from kbseek.ingest.indexer import EmbedFn
-from kbseek.search.dense import DenseIndex
+from kbseek.search.ann import open_vector_index, suits
+from kbseek.search.dense import VectorIndex
 from kbseek.search.pipeline import DenseLeg
 from kbseek.store.base import Store
 from kbseek.words import counted
@@ -74,11 +76,19 @@ def model_incompatibility(store: Store, model_id: str) -> IndexIncompatible | No
 class SemanticLeg:
     """The embedder and dense index of one knowledge base, loaded on demand, and their honest state."""
 
-    def __init__(self, embedder: Embedder | None, store: Store) -> None:
+    def __init__(
+        self, embedder: Embedder | None, store: Store, settings: Settings, folder: Path | None
+    ) -> None:
+        """``settings``: those read at start (``[index].approximate_above`` and the model's vector parts
+        need a restart); ``folder``: where an approximate index is saved (``None``: in memory only)."""
         self.embedder = embedder
         """``None`` when semantic search is off."""
-        self.dense: DenseIndex | None = None
-        """The vectors a search uses: a snapshot of the store, refreshed after every pass."""
+        self.dense: VectorIndex | None = None
+        """The vectors a search uses: exact or approximate (``search.ann.open_vector_index``), brought in
+        line with the store after every pass."""
+        self._approximate_above = settings.approximate_above
+        self._folder = folder
+        self._parts = tuple(p.dim for p in settings.embed.parts)
         self.error: str | None = None
         """Why the model is unavailable, in words for a person or an agent."""
         self.mismatch: IndexIncompatible | None = None
@@ -129,10 +139,15 @@ class SemanticLeg:
             log.error("semantic search unavailable: %s", exc)
             return
         self.error = self.mismatch = None
-        dense = DenseIndex(embedder.dim)
-        dense.reload(self._store)
-        self.dense = dense
+        self.dense = self._open_index(embedder)
         self._phase = _Phase.READY
+
+    def _open_index(self, embedder: Embedder) -> VectorIndex:
+        parts = self._parts if sum(self._parts) == embedder.dim else ()
+        return open_vector_index(
+            self._store, embedder.dim, approximate_above=self._approximate_above, folder=self._folder,
+            parts=parts,
+        )  # fmt: skip
 
     @property
     def untouched(self) -> bool:
@@ -186,12 +201,24 @@ class SemanticLeg:
         ``rebuilt``: every vector was made again under the same rowids, which a refresh (that only
         reads new rowids) would miss.
         """
-        if self.dense is None:
+        dense, embedder = self.dense, self.embedder
+        if dense is None or embedder is None:
             return
         if rebuilt:
-            self.dense.reload(self._store)
+            dense.reload(self._store)
         else:
-            self.dense.refresh(self._store)
+            dense.refresh(self._store)
+        if not suits(dense, self._approximate_above):
+            # The knowledge base crossed [index].approximate_above: the other kind is built while
+            # searches use this one, then replaces it whole.
+            log.info("%d chunk vectors: switching the dense index's kind", len(dense))
+            self.dense = self._open_index(embedder)  # the old one is dropped unsaved: its kind is done
+
+    def close(self) -> None:
+        """Let the dense index keep what should outlive the process (an approximate graph's changes)."""
+        dense = self.dense
+        if dense is not None:
+            dense.close()
 
     # -- state, honestly -----------------------------------------------------------------------------
 

@@ -522,6 +522,26 @@ def test_vectors_for_rowids_are_the_requested_ones_with_a_vector_ascending(store
     assert store.vectors_for_rowids([], 3)[1].shape == (0, 3)
 
 
+def test_vector_pages_are_the_chunk_vectors_a_page_at_a_time(store: Store) -> None:
+    cs = [chunk("a.md", i, f"text number {i}") for i in range(7)]
+    write(store, document("a.md", *cs))
+    with store.transaction() as tx:  # one chunk left without a vector: no page holds it
+        tx.put_vectors({c.chunk.content_hash: _unit(i + 1, 1, 0) for i, c in enumerate(cs) if i != 3})
+    ids, matrix = store.chunk_vectors(3)
+    pages = list(store.vector_pages(3, page=2))
+    assert [len(p_ids) for p_ids, _ in pages] == [2, 2, 2]
+    assert all(m.dtype == np.float32 and m.shape == (len(i), 3) for i, m in pages)
+    assert np.array_equal(np.concatenate([i for i, _ in pages]), ids)
+    assert np.array_equal(np.vstack([m for _, m in pages]), matrix)
+    assert [len(i) for i, _ in store.vector_pages(3)] == [6]  # the default page holds them all
+
+
+def test_a_store_without_vectors_yields_no_page(store: Store) -> None:
+    assert list(store.vector_pages(4)) == []
+    write(store, document("a.md", "alpha"))
+    assert list(store.vector_pages(4, page=1)) == []
+
+
 def test_a_vector_put_again_replaces_the_old_one(store: Store) -> None:
     write(store, document("a.md", "alpha"))
     (pending,) = store.chunks_without_vectors()

@@ -7,16 +7,58 @@ A vector may be the concatenation of several models' vectors (``embed.pair``):
 each part unit length, scaled by ``1/sqrt(parts)`` so the whole row is unit length
 too. :meth:`DenseIndex.search_parts` then reads each model's cosine on its own,
 because the fusion trusts the models in different places (docs/decisions/0013).
+
+Past ``[index].approximate_above`` vectors the semantic leg uses ``search.ann.ApproximateIndex``
+instead (docs/decisions/0017); both satisfy :class:`VectorIndex`, which is all the pipeline sees.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from kbseek.store.base import Store
+
+
+class VectorIndex(Protocol):
+    """What search and the semantic leg ask of a dense index, exact (:class:`DenseIndex`) or approximate.
+
+    Rowids are the store's chunk rowids; a cosine is on the exact scale whichever index gives it.
+    """
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension."""
+        ...
+
+    def __len__(self) -> int:
+        """How many chunk vectors a search sees now."""
+        ...
+
+    def reload(self, store: Store) -> None:
+        """Read every vector again (they were remade under the same rowids); searches go on meanwhile."""
+        ...
+
+    def refresh(self, store: Store) -> tuple[int, int]:
+        """Take in the store's new vector rowids and drop its deleted ones; returns (added, removed)."""
+        ...
+
+    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """At most ``k`` (chunk rowid, cosine) best first; with ``allowed``, only rowids in it."""
+        ...
+
+    def search_parts(
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+    ) -> list[tuple[int, tuple[float, ...]]]:
+        """(chunk rowid, each part's cosine) for the best ``k`` rows of every part (``embed.pair``)."""
+        ...
+
+    def close(self) -> None:
+        """Keep what should outlive the process (the approximate index saves its graph); no search follows."""
+        ...
 
 
 class DenseIndex:
@@ -37,6 +79,9 @@ class DenseIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def close(self) -> None:
+        """Nothing to keep: the snapshot is read from the store again at the next start."""
 
     def reload(self, store: Store) -> None:
         ids, matrix = store.chunk_vectors(self.dim)

@@ -14,7 +14,7 @@ from kbseek.embed.base import VectorPart
 from kbseek.ingest.parsers import has_markup
 from kbseek.search import fusion
 from kbseek.search.confidence import is_low_confidence
-from kbseek.search.dense import DenseIndex
+from kbseek.search.dense import VectorIndex
 from kbseek.search.diversity import distinct_first
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
@@ -84,7 +84,8 @@ class DenseLeg:
     floor from the embedder's spec, so no second, stale default can decide a ranking.
     """
 
-    index: DenseIndex
+    index: VectorIndex
+    """Exact or approximate (docs/decisions/0017): the pipeline reads both the same way."""
     embed_queries: Callable[[Sequence[str]], np.ndarray]
     """``(len(texts), dim)`` query vectors: one call embeds every phrasing of a search
     (``embed.base.embed_queries``)."""

@@ -19,7 +19,7 @@ for every implementation; a new backend passes that suite before it is used.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -387,6 +387,16 @@ class Store(Protocol):
         """(rowids ascending, their float32 vectors in the same order) for every chunk that has one.
 
         With no vectors the matrix has shape ``(0, dim)``.
+        """
+        ...
+
+    def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
+        """The rows of :meth:`chunk_vectors` a page at a time: at most ``page`` rows per yield, in rowid
+        order, never an empty page, so a caller building its own index holds one page of float32
+        vectors, never the whole corpus's (``search.ann`` at a million chunks).
+
+        Each page is read on its own; rows written between two pages may or may not be seen, so a
+        caller that needs the exact set compares it with :meth:`vector_rowids` afterwards.
         """
         ...
 

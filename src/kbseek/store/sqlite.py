@@ -413,6 +413,23 @@ class SqliteStore:
             matrix[i] = np.frombuffer(r[1], dtype="<f4")
         return ids, matrix
 
+    def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
+        if page <= 0:
+            raise ValueError(f"page must be positive, not {page}")
+        after = -1
+        while True:
+            rows = self.conn.execute(
+                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > ? ORDER BY c.id LIMIT ?", (after, page)
+            ).fetchall()
+            if not rows:
+                return
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            matrix = np.empty((len(rows), dim), dtype=np.float32)
+            for i, r in enumerate(rows):
+                matrix[i] = np.frombuffer(r[1], dtype="<f4")
+            yield ids, matrix
+            after = int(ids[-1])
+
     def vector_rowids(self) -> RowIds:
         rows = self.conn.execute(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id").fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
