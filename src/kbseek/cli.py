@@ -332,13 +332,13 @@ def serve(
     if not no_watch:
         kb.start_watching()
     if not http:
-        build_server(kb, background=True).run("stdio")
+        from kbseek.server.stdio import run_stdio
+
+        run_stdio(build_server(kb, background=True))  # every malformed line answered, never dropped
         return
     import os
 
-    import uvicorn
-
-    from kbseek.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app
+    from kbseek.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app, serve_http
     from kbseek.server.web import build_web_app
 
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -362,7 +362,7 @@ def serve(
     )  # fmt: skip
     app = build_http_app(build_server(kb), policy, build_web_app(kb))
     click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
 
 
 def _url_host(host: str) -> str:

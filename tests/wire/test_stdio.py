@@ -74,3 +74,25 @@ def _converse(proc: subprocess.Popen[bytes]) -> None:
                      "params": {"name": "get_document", "arguments": {"path": "notes/障害対応.md"}}})  # fmt: skip
     doc = _receive(proc, 99)["result"]
     assert not doc.get("isError") and "初動" in doc["structuredContent"]["text"]
+
+
+def test_the_installed_script_answers_a_malformed_line_and_goes_on(kb_root: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        [installed_script(), "serve", "--kb", str(kb_root), "--lexical-only", "--no-watch"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "smoke", "version": "1"}}})  # fmt: skip
+        _receive(proc, 1)
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        proc.stdin.write(b"[" * 100_000 + b"\n")  # too deep to parse: once silence, now a parse error
+        proc.stdin.flush()
+        error = json.loads(proc.stdout.readline())
+        assert error["id"] is None and error["error"]["code"] == -32700
+        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert _receive(proc, 2)["result"]["tools"]
+        proc.stdin.close()
+        proc.wait(timeout=20)

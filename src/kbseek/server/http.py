@@ -13,16 +13,33 @@ offered to loopback clients only unless the policy says otherwise; the token,
 when set, guards ``/api`` as it guards ``/mcp``. A browser opening the bare
 address (``GET /``) is sent to ``/ui`` under that same policy, rather than
 answered with a 404 that looks like a broken server.
+
+A POST to ``/mcp`` that is JSON but not one JSON-RPC message (a batch array among them: MCP
+2025-06-18 removed batching) is answered ``400`` with Invalid Request (``-32600``), not the SDK's
+Invalid params with a validator dump; what is not JSON the SDK answers with Parse error
+(``-32700``) itself.
+
+:func:`serve_http` runs the app on uvicorn with the connection edges closed (all in
+:class:`HttpPolicy`, defaults below): the request line and headers must arrive within
+``header_timeout_s`` of the connection opening or of the previous answer, else the connection
+is closed (with ``408`` if part of a request came); a body must arrive within ``body_timeout_s``
+of its headers; an idle kept-alive connection is closed after ``keep_alive_s``; and past
+``max_connections`` open connections a new one is answered ``503`` with ``Retry-After`` and
+closed at once, so slow or stalled clients cannot hold an unbounded number of descriptors.
 """
 
+import asyncio
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
     from mcp.server.mcpserver import MCPServer
+
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,6 +54,14 @@ RETRY_AFTER_S = 5
 SESSION_IDLE_S = 600.0
 """A session untouched this long is closed: many clients drop their connection without ending the
 session, and without this the session cap would fill up and lock every new host out."""
+HEADER_TIMEOUT_S = 10.0
+"""Time for a request line and headers to arrive, from the connection opening or the last answer."""
+BODY_TIMEOUT_S = 30.0
+"""Time for a request body to arrive once its headers have (a body is at most ``MAX_BODY_BYTES``)."""
+KEEP_ALIVE_S = 5
+"""An idle kept-alive connection is closed after this many seconds."""
+MAX_CONNECTIONS = 128
+"""Open connections at once: two per session at the session cap (a POST and the GET stream)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +75,10 @@ class HttpPolicy:
     session_idle_s: float = SESSION_IDLE_S
     ui_remote: bool = False
     """Offer the web page to clients other than this machine."""
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    body_timeout_s: float = BODY_TIMEOUT_S
+    keep_alive_s: int = KEEP_ALIVE_S
+    max_connections: int = MAX_CONNECTIONS
 
     def hosts(self) -> set[str]:
         return set(self.allowed_hosts) or {f"{n}:{self.port}" for n in LOOPBACK_NAMES}
@@ -122,6 +151,10 @@ class Guard:
         if not self._authorized(headers):
             await _unauthorized(send)
             return
+        if scope.get("method") == "POST":
+            body = _FirstByte(receive)
+            await self.app(scope, body, _sessions_as_429(_envelope_as_invalid_request(send, body)))
+            return
         await self.app(scope, receive, _sessions_as_429(send))
 
     def _authorized(self, headers: dict[str, str]) -> bool:
@@ -179,6 +212,90 @@ def _sessions_as_429(send: Send) -> Send:
     return wrapped
 
 
+INVALID_REQUEST = -32600
+NOT_ONE_MESSAGE = (
+    "Invalid Request: not a JSON-RPC 2.0 request, notification or response object "
+    '(a request needs "jsonrpc": "2.0", an "id" that is a string or an integer, '
+    'a string "method" and, if present, object "params")'
+)
+BATCH_REFUSED = (
+    "Invalid Request: batches are not supported (MCP removed JSON-RPC batching in 2025-06-18); "
+    "send one message at a time"
+)
+
+
+class _FirstByte:
+    """The app's ``receive``, noting the first non-blank byte of the request body (``[`` is a batch)."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self.first = b""
+
+    async def __call__(self) -> Message:
+        message = await self._receive()
+        if not self.first and message["type"] == "http.request":
+            self.first = bytes(message.get("body", b"")).lstrip()[:1]
+        return message
+
+
+def _envelope_as_invalid_request(send: Send, body: _FirstByte) -> Send:
+    """Give the SDK's ``400`` for a JSON body that is not one JSON-RPC message as Invalid Request.
+
+    The SDK answers it with Invalid params (``-32602``) and the validator's dump; JSON-RPC 2.0 says
+    Invalid Request (``-32600``), and a client is better served by a sentence naming what is wrong.
+    Only ``400`` JSON answers are held back to be read; every other answer passes straight on.
+    """
+    held: list[Message] = []
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 400 and _is_json(message):
+            held.append(message)
+            return
+        if not held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        held.append(message)
+        if message.get("more_body"):
+            return
+        start, *chunks = held
+        held.clear()
+        raw = b"".join(bytes(chunk.get("body", b"")) for chunk in chunks)
+        better = _as_invalid_request(raw, batch=body.first == b"[")
+        if better is not None:
+            raw = better
+            start = dict(start)
+            start["headers"] = [
+                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
+            ] + [(b"content-length", str(len(raw)).encode())]
+        await send(start)
+        await send({"type": "http.response.body", "body": raw})
+
+    return wrapped
+
+
+def _is_json(start: Message) -> bool:
+    return any(
+        k.lower() == b"content-type" and v.split(b";")[0].strip() == b"application/json"
+        for k, v in start.get("headers", [])
+    )
+
+
+def _as_invalid_request(raw: bytes, *, batch: bool) -> bytes | None:
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict) or error.get("code") != -32602:
+        return None
+    if not str(error.get("message", "")).startswith("Validation error"):
+        return None
+    message = BATCH_REFUSED if batch else NOT_ONE_MESSAGE
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    ).encode()
+
+
 def build_http_app(server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None) -> ASGIApp:
     """The SDK's Streamable HTTP app at ``/mcp`` (and the web page, if given) behind our guard.
 
@@ -193,3 +310,105 @@ def build_http_app(server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | 
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return Guard(app, policy, web)
+
+
+def _raw_answer(status: str, text: str, *headers: str) -> bytes:
+    """A whole HTTP/1.1 answer that closes the connection, written before any request is read."""
+    body = json.dumps({"error": text}).encode()
+    head = [f"HTTP/1.1 {status}", "content-type: application/json", "connection: close", *headers]
+    return ("\r\n".join([*head, f"content-length: {len(body)}", "", ""])).encode() + body
+
+
+REFUSAL_LOG_EVERY_S = 60.0
+_REQUEST_TIMEOUT = _raw_answer("408 Request Timeout", "the request did not arrive in time; send it again")
+_TOO_MANY_CONNECTIONS = _raw_answer(
+    "503 Service Unavailable",
+    "too many open connections; retry after a wait",
+    f"retry-after: {RETRY_AFTER_S}",
+)
+
+
+def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol (h11) with the connection edges of ``policy`` closed.
+
+    uvicorn times out only a kept-alive connection that has gone quiet after an answer: a
+    connection that opens and sends nothing, or half a request line and headers, or a body a
+    byte at a time, it keeps for ever. Here each connection has one deadline at a time: for
+    its headers from when it opens or has been answered, for its body from when the headers are
+    in, none while the app works or streams. And one connection past the cap is refused at once.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    refusals_logged = [-REFUSAL_LOG_EVERY_S]
+
+    class EdgeProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _phase: str | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > policy.max_connections:
+                now = self.loop.time()
+                if now - refusals_logged[0] > REFUSAL_LOG_EVERY_S:  # a flood logs a line, not a flood
+                    refusals_logged[0] = now
+                    log.warning("refusing connections: %d are open (the cap)", policy.max_connections)
+                transport.write(_TOO_MANY_CONNECTIONS)
+                transport.close()
+                return
+            self._watch()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._watch()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._watch()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _watch(self) -> None:
+            """Arm the deadline of the phase the client is in: sending headers, a body, or neither."""
+            if self.transport.is_closing():
+                self._disarm()
+                return
+            state = self.conn.their_state
+            phase = "headers" if state is h11.IDLE else "body" if state is h11.SEND_BODY else None
+            if phase == self._phase:
+                return
+            self._disarm()
+            self._phase = phase
+            if phase is not None:
+                timeout = policy.header_timeout_s if phase == "headers" else policy.body_timeout_s
+                self._deadline = self.loop.call_later(timeout, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = None
+            self._phase = None
+
+        def _expired(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            partial = bool(self.conn.trailing_data[0])
+            if self._phase == "headers" and partial and self.conn.our_state is h11.IDLE:
+                self.transport.write(_REQUEST_TIMEOUT)
+            self._phase = None
+            self.transport.close()
+
+    return EdgeProtocol
+
+
+def serve_http(app: ASGIApp, policy: HttpPolicy, host: str) -> None:
+    """Serve ``app`` (from :func:`build_http_app`) at ``host:policy.port`` until interrupted."""
+    import uvicorn
+
+    uvicorn.run(
+        app, host=host, port=policy.port, log_level="warning", http=edge_protocol(policy),
+        timeout_keep_alive=policy.keep_alive_s,
+    )  # fmt: skip
