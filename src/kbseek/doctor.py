@@ -32,7 +32,7 @@ from kbseek import __version__
 from kbseek.config import CONFIG_FILENAME, Settings, SettingsSource, find_config
 from kbseek.embed import EmbedderSpec, make_embedder, redact_url
 from kbseek.errors import ConfigError, EmbedderUnavailable, IndexIncompatible
-from kbseek.paths import INDEX_FILENAME, resolve_index_dir
+from kbseek.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION, inspect_index
 
@@ -245,6 +245,29 @@ def check_index(settings: Settings, model_id: str | None, index_command: str) ->
     return CheckResult("index", "ok", summary)
 
 
+def check_permissions(index_dir: Path, index_command: str) -> CheckResult:
+    """Is the index private (folder ``0700``, kbseek's files ``0600``)? It holds the text of every note,
+    so others who can read it read notes they could not open in the knowledge base itself."""
+    if not POSIX_MODES:
+        return CheckResult("permissions", "skip", "file modes do not apply on Windows; the folder's ACLs do")
+    wide = wider_than_private(index_dir)
+    if not wide:
+        found = f"{index_dir} and its files are" if index_dir.is_dir() else "no index yet; it will be"
+        return CheckResult("permissions", "ok", f"{found} private (owner only)")
+    shown = ", ".join(f"{'the folder' if p == index_dir else p.name} {mode:o}" for p, mode, _ in wide)
+    files = [str(p) for p, _, _ in wide if p != index_dir]
+    commands = [shlex.join(["chmod", "700", str(index_dir)])] if wide[0][0] == index_dir else []
+    commands += [shlex.join(["chmod", "600", *files])] if files else []
+    whose = (
+        f" (or `{index_command}`, which makes an index you own private)" if all(o for *_, o in wide)
+        else " as the owner of those files (some belong to another user)"
+    )  # fmt: skip
+    return CheckResult(
+        "permissions", "warn", f"the index in {index_dir} is open to other users ({shown}), so they can "
+        "read the text of your notes in it", f"run `{' && '.join(commands)}`{whose}",
+    )  # fmt: skip
+
+
 def check_writer_lock(index_dir: Path, proc: Path = Path("/proc")) -> CheckResult:
     """Who holds the writer lock: a held lock makes ``kbseek index`` stop at once.
 
@@ -362,7 +385,7 @@ def run_doctor(options: DoctorOptions) -> list[CheckResult]:
             results.append(_guarded_pair("model", lambda: check_model(EmbedderSpec(), note=note))[0])
         results.extend(
             CheckResult(name, "skip", "needs a config that parses", "fix the config first")
-            for name in ("index", "writer lock", "watcher", "disk")
+            for name in ("index", "permissions", "writer lock", "watcher", "disk")
         )
         return results
     if settings.semantic:
@@ -375,6 +398,7 @@ def run_doctor(options: DoctorOptions) -> list[CheckResult]:
     index_dir = resolve_index_dir(settings)
     command = index_command(settings, options)
     results.append(_guarded("index", lambda: check_index(settings, model_id, command)))
+    results.append(_guarded("permissions", lambda: check_permissions(index_dir, command)))
     results.append(_guarded("writer lock", lambda: check_writer_lock(index_dir)))
     results.append(_guarded("watcher", lambda: check_watcher(settings.root)))
     results.append(_guarded("disk", lambda: check_disk(index_dir)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from kbseek import KnowledgeBase
 from kbseek.catalog import document_path
 from kbseek.errors import ConfigError, KbError
 from kbseek.models import HEADING_SEPARATOR
+from kbseek.paths import PRIVATE_FILE_MODE
 from kbseek.responses import SearchHit
 from kbseek.words import counted
 
@@ -245,7 +247,9 @@ def compare_with_last(summary: dict[str, Any], store_dir: Path, golden: Path) ->
     key = str(golden.resolve())
     before = previous.get(key)
     previous[key] = summary["overall"]
-    path.write_text(json.dumps(previous, indent=2), encoding="utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)  # private like the index
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(previous, indent=2))
     if not before:
         return None
     return {m: v - before[m] for m, v in summary["overall"].items() if m in before and m != "queries"}

@@ -8,21 +8,51 @@ two such knowledge bases never share one. ``--index-dir`` overrides both.
 
 Nothing here creates anything until :func:`prepare_index_dir` is called, because ``kbseek status``
 and ``kbseek get`` must be able to look at a knowledge base without leaving a trace in it.
+
+The index is private, whatever the umask and whatever the knowledge base's own modes: it holds the
+text of every note, and a copy outside the notes (``--index-dir``, the cache fallback) must not be
+readable by anyone the notes themselves were closed to. So the index folder, and each folder made
+on the way to it, is created ``0700``, and every file kbseek writes in it ``0600``
+(:data:`PRIVATE_DIR_MODE`, :data:`PRIVATE_FILE_MODE`; the store and the writer lock create theirs
+so, and SQLite gives ``-wal`` and ``-shm`` the database file's mode). An index folder made wider
+before (by an older kbseek, or by hand) is tightened when kbseek opens it to write, if the user owns
+it, and the log says so; ``kbseek doctor`` warns about whatever is still open to others. Group and
+other bits are the only thing looked at, and only on POSIX systems: on Windows a mode only says
+read-only, and the folder's access lists decide who reads it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
 
 from kbseek.config import Settings
 from kbseek.filenames import INDEX_DIRNAME
+from kbseek.store.lock import LOCK_FILENAME
+
+log = logging.getLogger(__name__)
 
 INDEX_FILENAME = "index.sqlite"
 """The SQLite file inside the index folder."""
+
+PRIVATE_DIR_MODE = 0o700
+"""The mode of an index folder kbseek creates: its owner only."""
+PRIVATE_FILE_MODE = 0o600
+"""The mode of every file kbseek creates in the index folder: its owner only."""
+OPEN_TO_OTHERS = 0o077
+"""Group and other permission bits: an index folder or file with any of them is wider than private."""
+POSIX_MODES = os.name != "nt"
+"""Whether file modes mean anything here (on Windows ``chmod`` only toggles read-only)."""
+
+_INDEX_FILE_NAMES = frozenset({".gitignore", LOCK_FILENAME, "eval-last.json"})
+_INDEX_FILE_PREFIXES = (INDEX_FILENAME, "vectors", ".vectors-")
+"""The database with its ``-wal``/``-shm``/``-journal`` files, and the approximate vector index's
+``vectors.json``, ``vectors-*.usearch`` and their temporary ``.vectors-*.tmp`` files."""
 
 
 def resolve_index_dir(settings: Settings) -> Path:
@@ -44,8 +74,95 @@ def index_file(index_dir: Path) -> Path:
 
 
 def prepare_index_dir(path: Path) -> None:
-    """Create the index folder, with a ``.gitignore`` of ``*`` so the derived index is never committed."""
-    path.mkdir(parents=True, exist_ok=True)
+    """Create the index folder (``0700``), with a ``.gitignore`` of ``*`` so the derived index is never
+    committed; tighten an existing one that is open to others (see the module's docstring)."""
+    _make_private_dirs(path)
+    tighten_index_dir(path)
     gitignore = path / ".gitignore"
     if not gitignore.exists():
-        gitignore.write_text("*\n", encoding="utf-8")
+        try:
+            fd = os.open(gitignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        except FileExistsError:  # another process made it meanwhile
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("*\n")
+
+
+def is_index_file(name: str) -> bool:
+    """Whether ``name`` is one of the files kbseek writes in an index folder.
+
+    Only these are tightened or reported: an ``--index-dir`` may hold files of the user's own.
+    """
+    return name in _INDEX_FILE_NAMES or name.startswith(_INDEX_FILE_PREFIXES)
+
+
+def wider_than_private(index_dir: Path) -> list[tuple[Path, int, bool]]:
+    """The index folder and kbseek's files in it that are open to others: ``(path, mode, owned)``.
+
+    ``mode`` is the permission bits (``0o755``), ``owned`` whether this user owns it (and so may
+    tighten it). Only looks: creates and changes nothing. Empty on Windows, or with no folder.
+    """
+    if not POSIX_MODES:
+        return []
+    uid = os.geteuid()
+    found: list[tuple[Path, int, bool]] = []
+    try:
+        folder = index_dir.stat()
+        names = sorted(os.listdir(index_dir))
+    except OSError:
+        return []
+    if stat.S_IMODE(folder.st_mode) & OPEN_TO_OTHERS:
+        found.append((index_dir, stat.S_IMODE(folder.st_mode), folder.st_uid == uid))
+    for name in names:
+        if not is_index_file(name):
+            continue
+        path = index_dir / name
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) & OPEN_TO_OTHERS:
+            found.append((path, stat.S_IMODE(st.st_mode), st.st_uid == uid))
+    return found
+
+
+def tighten_index_dir(index_dir: Path) -> list[Path]:
+    """Take group and other permissions off the index folder and kbseek's files in it, where this user
+    owns them; logs what changed (info) and what could not be (warning). Returns what was tightened."""
+    changed: list[str] = []
+    tightened: list[Path] = []
+    for path, mode, owned in wider_than_private(index_dir):
+        if not owned:
+            log.warning(
+                "%s is open to other users (mode %o) and owned by another user, so it is left as it is",
+                path, mode,
+            )  # fmt: skip
+            continue
+        new = mode & ~OPEN_TO_OTHERS
+        try:
+            os.chmod(path, new)
+        except OSError as exc:
+            log.warning("could not make %s private (mode %o): %s", path, mode, exc)
+            continue
+        tightened.append(path)
+        changed.append(f"{'the folder' if path == index_dir else path.name} {mode:o} -> {new:o}")
+    if changed:
+        log.info("made the index in %s private to its owner: %s", index_dir, ", ".join(changed))
+    return tightened
+
+
+def _make_private_dirs(path: Path) -> None:
+    """``mkdir -p`` where every folder created is ``0700`` (``Path.mkdir`` gives parents the umask's)."""
+    missing: list[Path] = []
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:  # made meanwhile by another process
+            continue
+        if POSIX_MODES:
+            os.chmod(folder, PRIVATE_DIR_MODE)  # exactly, whatever the umask took off
+    path.mkdir(parents=True, exist_ok=True)  # the same errors as before when it cannot be made

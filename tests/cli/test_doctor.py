@@ -63,7 +63,9 @@ def test_doctor_on_the_indexed_example_kb_is_all_ok_or_warn(
     result = invoke("doctor", "--kb", str(example_kb), "--json")
     assert result.exit_code == 0, result.output
     found = checks(result)
-    assert list(found) == ["python", "config", "model", "index", "writer lock", "watcher", "disk"]
+    assert list(found) == [
+        "python", "config", "model", "index", "permissions", "writer lock", "watcher", "disk"
+    ]  # fmt: skip
     assert {c["status"] for c in found.values()} <= {"ok", "warn"}
     model_id = fake_model[-1].model_id  # doctor loads "the configured model": the fake, like the index
     assert found["model"]["status"] == "ok" and model_id in found["model"]["detail"]

@@ -8,7 +8,9 @@ skips its pass (a server: the other one is indexing the same files) or stops
 with a message naming the holder (``kbseek index``). Readers never take it.
 
 The lock is an OS file lock (``flock`` / ``msvcrt.locking``), so it is released
-when its holder exits or crashes: no stale lock files to clean up by hand.
+when its holder exits or crashes: no stale lock files to clean up by hand. Like
+every file in the index folder, the lock file is created readable by its owner
+only (``0600``): it names the holder's command.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import IO
 from kbseek.errors import IndexLocked
 
 LOCK_FILENAME = "writer.lock"
+LOCK_FILE_MODE = 0o600
+"""The mode the lock file is created with, whatever the umask (the index folder's files are private)."""
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -67,7 +71,7 @@ class WriterLock:
 
     @contextmanager
     def hold(self) -> Iterator[None]:
-        f = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole pass
+        f = open(self.path, "a+", encoding="utf-8", opener=_private)  # noqa: SIM115 - held for the pass
         try:
             if not _try_lock(f):
                 who = self.holder() or "another process"
@@ -88,6 +92,11 @@ class WriterLock:
                 _unlock(f)
         finally:
             f.close()
+
+
+def _private(path: str, flags: int) -> int:
+    """``open``'s opener: a file it creates gets :data:`LOCK_FILE_MODE` (the umask can only narrow it)."""
+    return os.open(path, flags, LOCK_FILE_MODE)
 
 
 def _command() -> str:

@@ -13,6 +13,7 @@ table layout with its upgrade rules in ``schema``. The guarantees are the protoc
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -87,6 +88,8 @@ class SqliteStore:
         self._memory = (
             None if create or path.exists() else f"file:kbseek-empty-{id(self)}?mode=memory&cache=shared"
         )
+        if create:
+            _create_private(path)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
@@ -515,6 +518,24 @@ def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: list[objec
         clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
         params.append(tag)
     return clauses
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file empty and ``0600`` (owner only) if it is missing, before SQLite opens it.
+
+    An empty file is an empty database to SQLite, and SQLite gives the ``-wal`` and ``-shm`` files it
+    creates the database file's mode, so the whole index is private whatever the umask (which a
+    threaded server must not change). An existing file is left as it is; on Windows a mode means
+    nothing, so SQLite creates the file itself. A folder that is missing or not writable is left
+    for SQLite to report, as before.
+    """
+    if os.name == "nt" or path.exists():
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    os.close(fd)
 
 
 def _batches(ids: Sequence[Any]) -> Iterator[list[Any]]:
