@@ -24,7 +24,7 @@ from kbseek.models import Chunk
 from kbseek.search.ann import ApproximateIndex, open_vector_index, quantize, suits, wants_approximate
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.semantic import SemanticLeg
-from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord, Store
 from kbseek.store.sqlite import SqliteStore
 from tests.fakes import FakeEmbedder
 
@@ -338,14 +338,26 @@ def test_a_knowledge_base_searched_approximately_answers_the_same_top_hit(kb_roo
     ).exists()  # the approximate graph was saved beside the index
 
 
-def test_the_semantic_leg_switches_kind_when_the_knowledge_base_crosses_the_threshold(corpus: Corpus) -> None:
+def test_the_semantic_leg_switches_kind_when_the_knowledge_base_crosses_the_threshold(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = Settings(root=corpus.folder, approximate_above=3_000)
     leg = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
     leg.load()
     assert isinstance(leg.dense, DenseIndex) and len(leg.dense) == 3_000
     corpus.add(1)
+    refreshed: list[int] = []
+    exact_refresh = DenseIndex.refresh
+
+    def spy(self: DenseIndex, store: Store) -> tuple[int, int]:
+        refreshed.append(1)
+        return exact_refresh(self, store)
+
+    monkeypatch.setattr(DenseIndex, "refresh", spy)
     leg.vectors_changed(rebuilt=False)
+    monkeypatch.undo()
     assert isinstance(leg.dense, ApproximateIndex) and len(leg.dense) == 3_100
+    assert not refreshed  # crossing upwards builds the graph from the store, never a float32 snapshot first
     for path in list(corpus.documents)[:10]:  # 2,100 rows: still above half the threshold
         corpus.delete(path)
     leg.vectors_changed(rebuilt=False)

@@ -120,15 +120,16 @@ def open_vector_index(
     return exact
 
 
-def suits(index: VectorIndex, approximate_above: int) -> bool:
-    """Whether the index's kind still suits its size after a refresh.
+def suits(index: VectorIndex, approximate_above: int, size: int | None = None) -> bool:
+    """Whether the index's kind suits its size after a refresh (or ``size`` vectors, if given).
 
     An approximate index goes back to exact only below half the threshold, so a knowledge base
     hovering around it is not switched (and its graph rebuilt) at every pass.
     """
+    n = len(index) if size is None else size
     if isinstance(index, ApproximateIndex):
-        return approximate_above == 0 or len(index) > approximate_above // 2
-    return not wants_approximate(len(index), approximate_above)
+        return approximate_above == 0 or n > approximate_above // 2
+    return not wants_approximate(n, approximate_above)
 
 
 def discard_saved(folder: Path) -> None:
