@@ -473,6 +473,42 @@ def test_document_frequencies_count_chunks_holding_each_term(store: Store) -> No
     assert store.document_frequencies([]) == {}
 
 
+def test_counts_follow_every_commit_of_this_store_and_of_another_connection(tmp_path: Path) -> None:
+    store, other = SqliteStore(tmp_path / "index.sqlite"), None
+    try:
+        assert store.counts() == (0, 0)
+        write(store, document("a.md", chunk("a.md", 0, "alpha")))
+        assert store.counts() == (1, 1)  # counted again after its own commit
+        other = SqliteStore(tmp_path / "index.sqlite")
+        write(other, document("b.md", chunk("b.md", 0, "beta"), chunk("b.md", 1, "gamma")))
+        assert store.counts() == (2, 3)  # and after another connection's
+        assert store.counts() == other.counts()
+    finally:
+        store.close()
+        if other is not None:
+            other.close()
+
+
+def test_document_frequencies_are_at_most_a_minute_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kbseek.store.sqlite as sqlite_store
+
+    clock = [1000.0]
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    store = SqliteStore(tmp_path / "index.sqlite")
+    try:
+        write(store, document("a.md", chunk("a.md", 0, "alpha")))
+        assert store.document_frequencies(["alpha", "beta"]) == {"alpha": 1}
+        write(store, document("b.md", chunk("b.md", 0, "alpha beta")))
+        assert store.document_frequencies(["alpha"]) == {"alpha": 1}  # the cached count, within the minute
+        assert store.document_frequencies(["beta"]) == {}  # "absent" is cached too
+        clock[0] += sqlite_store.DF_CACHE_SECONDS + 1
+        assert store.document_frequencies(["alpha", "beta"]) == {"alpha": 2, "beta": 1}
+    finally:
+        store.close()
+
+
 def test_each_rowid_reports_the_terms_it_holds_in_heading_or_body(store: Store) -> None:
     c = chunk("a.md", 0, "the quokka sleeps", heading=("Zebra",))
     write(store, document("a.md", c))

@@ -346,7 +346,10 @@ class Store(Protocol):
         ...
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many chunks hold each term (heading or body); a term no chunk holds is absent."""
+        """How many chunks hold each term (heading or body); a term no chunk holds is absent.
+
+        Used only to weigh terms by rarity, so a store may answer from a cache up to a minute old
+        (the SQLite store does: an exact count reads a common term's whole posting list)."""
         ...
 
     def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
