@@ -144,11 +144,15 @@ def test_a_filter_is_never_leaked(corpus: Corpus, monkeypatch: pytest.MonkeyPatc
     rng = np.random.default_rng(1)
     for size in (1, 25, 300, 2_000):
         allowed = {int(r) for r in rng.choice(rows, size=size, replace=False)} | {10**9}  # one unknown rowid
+        overlaps = []
         for q in corpus.vectors(10):
             got = top(approx, q, 10, allowed)
             assert set(got) <= allowed - {10**9}
             assert len(got) == min(10, size)
-            assert len(set(got) & set(top(exact, q, 10, allowed))) >= 0.8 * len(got)
+            overlaps.append(len(set(got) & set(top(exact, q, 10, allowed))) / len(got))
+        # Recall over the queries, not each one: the graph is built on several threads, so one query
+        # may lose a neighbour or three from run to run; a filter that broke recall fails this.
+        assert np.mean(overlaps) >= 0.85
     assert approx.search(corpus.vectors(1)[0], 10, set()) == []
 
 
