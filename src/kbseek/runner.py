@@ -37,6 +37,10 @@ Locks, and what each guards:
 - ``LiveConfig``'s lock: one config reload at a time (the watcher and a freshness check may race).
 - ``SemanticLeg``'s lock: one model load at a time.
 
+The dense index catches up with a pass after the pass lock is released (``_after_pass``), so a
+watcher batch waiting for the lock does not wait for it too; ``SemanticLeg`` serialises those
+catch-ups, each of which diffs against the store as it is then, so the last one leaves it current.
+
 The state read by other threads (``indexing``, ``progress``, ``last_report``, ``last_error``,
 ``other_writer``) is written only by the thread running the pass (and ``indexing`` by
 ``start_background``, before its thread starts), one reference at a time, and holds immutable
@@ -180,10 +184,12 @@ class IndexRunner:
                     )  # fmt: skip
             finally:
                 self._last_check = time.monotonic()
-            if remade:
-                self._semantic.vectors_changed(rebuilt=True)
-            self._after_pass(report)
-            return report
+        # Outside the pass lock: the next pass (a watcher batch) need not wait while the dense index
+        # catches up with this one (a diff of every vector rowid: 0.2-0.5 s at 140k chunks).
+        if remade:
+            self._semantic.vectors_changed(rebuilt=True)
+        self._after_pass(report)
+        return report
 
     def _scan_for_model(
         self, load_model: Callable[[], None], track: Progress, *, whole_tree: bool
@@ -253,6 +259,7 @@ class IndexRunner:
         """A stat scan and, if it found a change or a pass is owed, a pass; skipped while one runs."""
         if not self._pass_lock.acquire(blocking=False):
             return
+        report = None
         try:
             self._last_check = now
             with self._unattended(what):
@@ -262,9 +269,11 @@ class IndexRunner:
                     return
                 with self._holding_writer(), self._running_pass():
                     report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
-                self._after_pass(report)
         finally:
             self._pass_lock.release()
+        if report is not None:
+            with self._unattended(what):
+                self._after_pass(report)  # outside the pass lock, as in index()
 
     @contextmanager
     def _unattended(self, what: str) -> Iterator[None]:

@@ -97,6 +97,7 @@ class SemanticLeg:
         self._phase = _Phase.IDLE
         self._background = False
         self._lock = threading.Lock()
+        self._catching_up = threading.Lock()
         self._settled = threading.Event()
 
     # -- loading -----------------------------------------------------------------------------------
@@ -201,6 +202,10 @@ class SemanticLeg:
         ``rebuilt``: every vector was made again under the same rowids, which a refresh (that only
         reads new rowids) would miss.
         """
+        with self._catching_up:  # two passes' catch-ups never interleave (the runner runs them unlocked)
+            self._catch_up(rebuilt=rebuilt)
+
+    def _catch_up(self, *, rebuilt: bool) -> None:
         dense, embedder = self.dense, self.embedder
         if dense is None or embedder is None:
             return

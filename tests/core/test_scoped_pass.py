@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kbseek import KnowledgeBase
+from kbseek.config import Settings
 from kbseek.ingest.scan import Scope
 from kbseek.store.sqlite import SqliteStore
 from tests.conftest import make_core
@@ -188,3 +189,39 @@ def test_scope_covers_its_paths_and_everything_under_its_folders() -> None:
     scope = Scope(frozenset({"a/x.md", "b"}), frozenset({"a/x.md", "b"}))
     assert scope.covers("a/x.md") and scope.covers("b/c/d.md") and scope.covers("b")
     assert not scope.covers("a/y.md") and not scope.covers("bb/c.md") and not scope.covers("a")
+
+
+def test_a_batch_does_not_wait_for_the_last_pass_dense_catch_up(kb_root: Path) -> None:
+    import threading
+
+    from tests.fakes import FakeEmbedder
+
+    kb = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=FakeEmbedder())
+    kb.index()
+    entered, release = threading.Event(), threading.Event()
+    real = kb._semantic.vectors_changed
+
+    def slow_catch_up(*, rebuilt: bool) -> None:
+        entered.set()
+        release.wait(30)
+        real(rebuilt=rebuilt)
+
+    kb._semantic.vectors_changed = slow_catch_up  # type: ignore[method-assign]
+    first = kb_root / "first.md"
+    first.write_text("# First\n\nquokka\n", encoding="utf-8")
+    worker = threading.Thread(target=kb._runner._on_files_changed, args=({first},))
+    worker.start()
+    try:
+        assert entered.wait(30)  # the first pass is written and catching up its vectors
+        kb._semantic.vectors_changed = real  # type: ignore[method-assign]
+        second = kb_root / "second.md"
+        second.write_text("# Second\n\nwombat\n", encoding="utf-8")
+        batch = threading.Thread(target=kb._runner._on_files_changed, args=({second},))
+        batch.start()
+        batch.join(20)
+        assert not batch.is_alive()  # it used to wait on the pass lock until the catch-up ended
+        assert [h.path for h in kb.search("wombat").hits][:1] == ["second.md"]
+    finally:
+        release.set()
+        worker.join(30)
+        kb.close()
