@@ -17,10 +17,11 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from kbseek import KnowledgeBase, __version__, render, shaping
 from kbseek.errors import InvalidArgument
@@ -56,6 +57,8 @@ the server instructions."""
 
 ERROR_CHARS = 2000
 """The most an error's text may be: a refusal that quotes a long argument is cut in the middle."""
+SDK_PREFIX_CHARS = 100
+"""Room for the SDK's ``Error executing tool <name>: `` before a tool's own (already bounded) error."""
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -96,6 +99,52 @@ def _tool_errors(tool: str) -> Iterator[None]:
         raise ToolError(shaping.bounded_middle(text, ERROR_CHARS)) from exc
 
 
+class _BoundedServer(KbServer):
+    """The SDK answers an unknown tool, and arguments that fail validation, with text quoting them:
+    a megabyte tool name came back whole, and 20,000 bad ``tags`` items as a 3.6 MB list of
+    validation errors. Such an answer is cut in the middle like the tools' own errors (T3)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            text = str(exc)
+            if len(text) <= ERROR_CHARS + SDK_PREFIX_CHARS:
+                raise
+            kind = UnexpectedToolError if isinstance(exc, UnexpectedToolError) else ToolError
+            raise kind(shaping.bounded_middle(text, ERROR_CHARS)) from exc.__cause__
+
+
+def _bounded_data(data: Any) -> Any:
+    if isinstance(data, str):
+        return shaping.bounded_middle(data, ERROR_CHARS)
+    if isinstance(data, dict):
+        return {
+            k: shaping.bounded_middle(v, ERROR_CHARS) if isinstance(v, str) else v for k, v in data.items()
+        }
+    return data
+
+
+async def _bounded_errors(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: a JSON-RPC error quoting the request (an unknown method in ``data``, an
+    unknown prompt name, a resource uri in the message and in ``data``) is cut in the middle, so a
+    long request cannot make its answer as long as itself."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        error = exc.error
+        data = _bounded_data(error.data)
+        if len(error.message) <= ERROR_CHARS and data == error.data:
+            raise
+        raise MCPError(
+            code=error.code, message=shaping.bounded_middle(error.message, ERROR_CHARS), data=data
+        ) from exc
+    except ValueError as exc:  # the SDK's "Unknown prompt: <name>" (pydantic's errors are ValueErrors too)
+        if isinstance(exc, ValidationError) or len(str(exc)) <= ERROR_CHARS:
+            raise
+        raise ValueError(shaping.bounded_middle(str(exc), ERROR_CHARS)) from exc
+
+
 def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[Any]:
     """The server, unstarted, so ``serve`` and in-process tests share one code path.
 
@@ -108,7 +157,7 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             kb.start_background()
         yield
 
-    server: MCPServer[Any] = KbServer(
+    server: MCPServer[Any] = _BoundedServer(
         kb,
         name="kbseek",
         title="Knowledge base search",
@@ -237,4 +286,5 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             return _result(r, render.status_text(r))
 
     register_prompts(server, kb)
+    server._lowlevel_server.middleware.append(_bounded_errors)
     return server

@@ -28,7 +28,14 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 
 from kbseek.server.http import BATCH_REFUSED, MAX_BODY_BYTES, NOT_ONE_MESSAGE
@@ -70,7 +77,7 @@ def check_line(line: bytes) -> SessionMessage | JSONRPCError | None:
     except UnicodeDecodeError:
         return _error(PARSE_ERROR, "Parse error: the line is not UTF-8 text", None)
     try:
-        return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         problems = exc.errors(include_url=False, include_input=False)
         if any(p["type"] == "json_invalid" for p in problems):
@@ -79,6 +86,16 @@ def check_line(line: bytes) -> SessionMessage | JSONRPCError | None:
             )
             return _error(PARSE_ERROR, f"Parse error: {detail}", _lenient_id(text))
         return _invalid_request(text)
+    if isinstance(message, JSONRPCNotification) and _has_id(text):
+        # The validator takes {"id": null | true | 1.5 | [..], "method": ...} for a notification, which
+        # is never answered, so the client would wait for ever: an id that is there must be usable.
+        return _error(INVALID_REQUEST, "Invalid Request: an id must be a string or an integer", None)
+    return SessionMessage(message)
+
+
+def _has_id(text: str) -> bool:
+    value = _lenient_parse(text)
+    return isinstance(value, dict) and "id" in value
 
 
 def _invalid_request(text: str) -> JSONRPCError:
