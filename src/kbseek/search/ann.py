@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
-from kbseek.search.dense import DenseIndex, VectorIndex
+from kbseek.search.dense import DenseIndex, VectorIndex, part_cosines
 from kbseek.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -328,14 +328,9 @@ class ApproximateIndex:
         ids, matrix = self._store.vectors_for_rowids(np.unique(np.concatenate(found)).tolist(), self.dim)
         if len(ids) == 0:
             return []
-        scale = float(len(parts))  # each part was scaled by 1/sqrt(n) in both the row and the query
-        cosines: list[np.ndarray] = []
+        cosines = part_cosines(matrix, q, parts)
         chosen: set[int] = set()
-        start = 0
-        for width in parts:
-            sims = (matrix[:, start : start + width] @ q[start : start + width]) * scale
-            start += width
-            cosines.append(sims)
+        for sims in cosines:
             chosen.update(int(i) for i in np.argsort(-sims, kind="stable")[:k])
         return [(int(ids[i]), tuple(float(c[i]) for c in cosines)) for i in sorted(chosen)]
 

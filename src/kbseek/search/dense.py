@@ -137,21 +137,30 @@ class DenseIndex:
             ids, matrix = self._ids, self._matrix
         if len(ids) == 0 or k <= 0:
             return []
-        q = np.asarray(query, dtype=np.float32)
         mask = _allowed_mask(ids, allowed)
-        scale = float(len(parts))  # each part was scaled by 1/sqrt(n) in both the row and the query
         k = min(k, len(ids))
-        cosines: list[np.ndarray] = []
+        cosines = part_cosines(matrix, np.asarray(query, dtype=np.float32), parts)
         chosen: set[int] = set()
-        start = 0
-        for width in parts:
-            sims = (matrix[:, start : start + width] @ q[start : start + width]) * scale
-            start += width
-            cosines.append(sims)
+        for sims in cosines:
             ranked = np.where(mask, sims, -np.inf) if mask is not None else sims
             top = np.argpartition(-ranked, k - 1)[:k]
             chosen.update(int(i) for i in top if np.isfinite(ranked[i]))
         return [(int(ids[i]), tuple(float(c[i]) for c in cosines)) for i in sorted(chosen)]
+
+
+def part_cosines(matrix: np.ndarray, query: np.ndarray, parts: Sequence[int]) -> list[np.ndarray]:
+    """Each model's cosine of every row with the query, for concatenated vectors of ``parts``.
+
+    Each part was scaled by ``1/sqrt(n)`` in both the row and the query, so its dot product is
+    multiplied by ``n`` to give that model's own cosine back.
+    """
+    scale = float(len(parts))
+    cosines: list[np.ndarray] = []
+    start = 0
+    for width in parts:
+        cosines.append((matrix[:, start : start + width] @ query[start : start + width]) * scale)
+        start += width
+    return cosines
 
 
 def _allowed_mask(ids: np.ndarray, allowed: set[int] | None) -> np.ndarray | None:
