@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from processes import kbseek_script, run_child
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work" / "giant-blocks"
@@ -45,14 +45,6 @@ WORDS = tuple(
         ]
     ).split()
 )
-
-
-def _script() -> str:
-    beside = Path(sys.executable).parent / "kbseek"
-    found = str(beside) if beside.exists() else shutil.which("kbseek")
-    if not found:
-        raise SystemExit("kbseek is not installed in this environment")
-    return found
 
 
 # -- knowledge bases -----------------------------------------------------------------------------
@@ -135,19 +127,6 @@ def write_kbs(columns: int, rows: int, code_bytes: int, line_bytes: int) -> tupl
 # -- measuring -----------------------------------------------------------------------------------
 
 
-def run_child(args: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB of that process alone, stdout) of one command."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    out = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{' '.join(args)} failed with exit code {code}")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024, out  # ru_maxrss is KiB on Linux
-
-
 def search_child(kb: Path, queries: list[str], searches: int) -> None:
     """In a child process: open the KB lexical-only, time ``searches`` rounds of ``queries``."""
     from kbseek import KnowledgeBase
@@ -205,7 +184,7 @@ def main() -> None:
     }
     results: dict[Path, dict[str, float]] = {}
     for kb in (notes, giant):
-        took, rss, out = run_child([_script(), "index", "--kb", str(kb), "--lexical-only", "--json"])
+        took, rss, out = run_child([kbseek_script(), "index", "--kb", str(kb), "--lexical-only", "--json"])
         summary = json.loads(out)
         count, longest = chunk_sizes(kb)
         _, search_rss, out = run_child(

@@ -44,17 +44,10 @@ from typing import Any
 import httpx2
 
 from beir import datasets_dir, load
+from processes import kbseek_script
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PROTOCOL = "2025-06-18"
-
-
-def kbseek_script() -> str:
-    beside = Path(sys.executable).parent / "kbseek"
-    found = str(beside) if beside.exists() else shutil.which("kbseek")
-    if not found:
-        raise SystemExit("the kbseek command is not installed (pip install -e .)")
-    return found
 
 
 def free_port() -> int:

@@ -57,6 +57,7 @@ from beir import WORK, Collection, load, percentile
 from kbseek.search.fts_query import compile_query
 from kbseek.store.sqlite import match_expression
 from lexical_scale import _perturbed
+from processes import kbseek_script, run_child
 
 HERE = Path(__file__).resolve().parent
 SCALE = WORK / "scale"
@@ -65,11 +66,6 @@ QUERIES = 100
 EDITS = 5
 POLL_S = 0.02
 SERVE_READY_TIMEOUT_S = 7200.0
-
-
-def kbseek_command() -> list[str]:
-    beside = Path(sys.executable).parent / "kbseek"
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "kbseek"]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -118,20 +114,6 @@ def bare_walk(root: Path) -> int:
 
 
 # -- processes -------------------------------------------------------------------------------------
-
-
-def timed_run(args: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB of that process alone, stdout) of one command."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    out = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    took = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed with exit code {proc.returncode}")
-    return took, usage.ru_maxrss / 1024, out  # ru_maxrss is in KiB on Linux
 
 
 class Server:
@@ -330,8 +312,8 @@ def burst(server: Server, root: Path, index_dir: Path, ops: int) -> None:
     settled = time.perf_counter() - started
     fresh = index_dir.parent / "fresh-index"
     shutil.rmtree(fresh, ignore_errors=True)
-    timed_run(
-        [*kbseek_command(), "index", "--kb", str(root), "--index-dir", str(fresh), "--lexical-only", "--json"]
+    run_child(
+        [kbseek_script(), "index", "--kb", str(root), "--index-dir", str(fresh), "--lexical-only", "--json"]
     )
     served, rebuilt = documents_of(index_dir / "index.sqlite"), documents_of(fresh / "index.sqlite")
     shutil.rmtree(fresh)
@@ -359,7 +341,7 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
     common = ["--kb", str(root), "--index-dir", str(index_dir)] + (["--lexical-only"] if not semantic else [])
     print(f"\n## {files:,} files ({'default: hybrid' if semantic else 'lexical only'})", flush=True)
 
-    took, rss, out = timed_run([*kbseek_command(), "index", *common, "--json"])
+    took, rss, out = run_child([kbseek_script(), "index", *common, "--json"])
     summary = json.loads(out)
     print(
         f"index from nothing        {took:8.1f} s   peak RSS {rss:6.0f} MiB   "
@@ -376,12 +358,12 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
     walk_started = time.perf_counter()
     bare_walk(root)
     walk = time.perf_counter() - walk_started
-    again, rss_again, _ = timed_run([*kbseek_command(), "index", *common, "--json"])
+    again, rss_again, _ = run_child([kbseek_script(), "index", *common, "--json"])
     print(f"pass with nothing changed {again:8.2f} s   peak RSS {rss_again:6.0f} MiB")
     print(f"  bare lstat walk         {walk:8.2f} s   ratio {again / walk:5.1f}×")
 
     queries = list(load("scifact", "train").queries.values())[:QUERIES]
-    server = Server([*kbseek_command(), "serve", *common], root.parent / "serve.stderr")
+    server = Server([kbseek_script(), "serve", *common], root.parent / "serve.stderr")
     try:
         ready_started = time.perf_counter()
         status = wait_ready(server, semantic)

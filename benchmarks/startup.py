@@ -11,28 +11,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from processes import kbseek_script
+
 HERE = Path(__file__).resolve().parent
-
-
-def _script() -> str:
-    beside = Path(sys.executable).parent / "kbseek"
-    found = str(beside) if beside.exists() else shutil.which("kbseek")
-    if not found:
-        raise SystemExit("kbseek is not installed in this environment")
-    return found
 
 
 def time_initialize(kb: Path) -> float:
     started = time.perf_counter()
     with subprocess.Popen(
-        [_script(), "serve", "--kb", str(kb)],
+        [kbseek_script(), "serve", "--kb", str(kb)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
