@@ -24,11 +24,12 @@ from kbseek.config import Settings
 from kbseek.errors import DocumentRefused, DocumentTooLarge, LinkRefused, PathOutsideRoot
 from kbseek.guard import load_document, read_regular_file
 from kbseek.ingest.exclusion import Exclusion
-from kbseek.ingest.indexer import Indexer, IndexReport
+from kbseek.ingest.indexer import Indexer
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.scan import ScanResult
 from kbseek.store.sqlite import SqliteStore
 from tests.conftest import make_core
+from tests.core.test_indexer_reads import indexed, reason
 
 CAP = 4000
 SECRET = "zanzibarsecret"
@@ -77,16 +78,6 @@ def indexer(root: Path, tmp_path: Path, walk: str) -> Iterator[Indexer]:
         embed_batch=settings.embed.batch_size,
     )  # fmt: skip
     store.close()
-
-
-def indexed(indexer: Indexer) -> set[str]:
-    return {d.path for d in indexer.store.documents()}
-
-
-def reason(report: IndexReport, path: str) -> str:
-    reasons = dict(report.skipped)
-    assert path in reasons, f"{path} is not listed as skipped: {report.skipped}"
-    return reasons[path]
 
 
 def after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> list[ScanResult]:
