@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbseek.config import Limits, Settings
+from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
 from kbseek.guard import LoadedDocument, relative_path
 from kbseek.progress import ProgressSnapshot
@@ -38,28 +39,6 @@ from kbseek.search.pipeline import PipelineResult, RankedHit, SearchRequest
 from kbseek.semantic import SemanticState
 from kbseek.uris import document_uri
 from kbseek.words import counted
-
-# -- echoes --------------------------------------------------------------------------------------------
-
-ECHO_CHARS = 300
-"""The most of a caller's own input (a query, an id, a path prefix) a response repeats: the caps bound
-the whole response (T3), echoes included, so a 1 MB query does not come back as a 1 MB response."""
-
-
-def bounded(text: str, most: int = ECHO_CHARS) -> str:
-    """``text`` itself when it has at most ``most`` characters, else its start and ``…(N more characters)``."""
-    if len(text) <= most:
-        return text
-    return f"{text[:most]}…({counted(len(text) - most, 'more character')})"
-
-
-def bounded_middle(text: str, most: int) -> str:
-    """``text`` cut in the middle to about ``most`` characters: a message quoting input keeps its advice."""
-    if len(text) <= most:
-        return text
-    keep = max(most // 2, 1)
-    return f"{text[:keep]}…({counted(len(text) - 2 * keep, 'more character')})…{text[-keep:]}"
-
 
 # -- arguments -----------------------------------------------------------------------------------------
 
@@ -196,6 +175,13 @@ def search_response(
                 "these were not used: " + bounded(" ".join(compiled.dropped[:20])) + " — shorten it"
             )
             codes.append("terms_dropped")
+    if result.absent_names:
+        notes.append(
+            "no note in the knowledge base mentions "
+            + bounded(", ".join(result.absent_names[:10]))
+            + ": the hits match the rest of the query, and the knowledge base may not cover this"
+        )
+        codes.append("absent_names")
     if result.more_available:
         notes.append(
             f"more hits exist beyond limit={args.limit}; raise limit or narrow with path_prefix/tags"

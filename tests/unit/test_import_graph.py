@@ -50,7 +50,7 @@ def _package(name: str) -> tuple[str, str]:
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
-        "kbseek.errors", "kbseek.models", "kbseek.filenames", "kbseek.words", "kbseek.uris",
+        "kbseek.errors", "kbseek.models", "kbseek.filenames", "kbseek.words", "kbseek.uris", "kbseek.echoes",
         "kbseek.progress", *_package("kbseek.text"),
     )),
     ("domain", (

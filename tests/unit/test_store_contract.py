@@ -502,7 +502,7 @@ def test_document_frequencies_are_at_most_a_minute_old(
         assert store.document_frequencies(["alpha", "beta"]) == {"alpha": 1}
         write(store, document("b.md", chunk("b.md", 0, "alpha beta")))
         assert store.document_frequencies(["alpha"]) == {"alpha": 1}  # the cached count, within the minute
-        assert store.document_frequencies(["beta"]) == {}  # "absent" is cached too
+        assert store.document_frequencies(["beta"]) == {"beta": 1}  # "absent" is never cached
         clock[0] += sqlite_store.DF_CACHE_SECONDS + 1
         assert store.document_frequencies(["alpha", "beta"]) == {"alpha": 2, "beta": 1}
     finally:

@@ -6,7 +6,7 @@ Surfaces never rank; they ask :func:`run_search` and shape its result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
 from kbseek.store.base import ChunkRow, Store
 from kbseek.text.language import is_japanese
+from kbseek.text.names import names
 from kbseek.text.snippets import Snippet, make_snippet
 
 CANDIDATES_PER_LEG = 100
@@ -74,6 +75,8 @@ class PipelineResult:
     low_confidence: bool
     compiled_also: tuple[CompiledQuery, ...] = ()
     """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
+    absent_names: tuple[str, ...] = ()
+    """Names the query or an alternative mentions that no chunk holds, as written (``text.names``)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class _Ranked:
     coverage: dict[int, float]
     best_similarity: float | None
     """The dense leg's best similarity for this phrasing; ``None`` when the dense leg did not answer."""
+    absent: tuple[str, ...] = ()
+    """The names this phrasing mentions that no chunk of the index holds."""
 
 
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
@@ -132,9 +137,12 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     rows: dict[int, ChunkRow] = {}
     japanese: dict[int, bool] = {}
     per = [
-        _rank_one(
-            store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise,
-            phrasing=phrasings[i], rows=rows, japanese=japanese,
+        replace(
+            _rank_one(
+                store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise,
+                phrasing=phrasings[i], rows=rows, japanese=japanese,
+            ),
+            absent=_absent_names(store, phrasings[i]),
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
@@ -151,7 +159,8 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     ]
     # Low only if every phrasing is: one phrasing that finds its answer well is enough to answer from.
     low = not hits or all(_low_confidence(store, p, rows) for p in per)
-    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]))
+    absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
+    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent)
 
 
 def _rank_one(
@@ -210,7 +219,22 @@ def _low_confidence(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) 
         return True
     known = phrasing.coverage
     cov = known[top] if top in known else lexical_coverage(store, phrasing.compiled, [top]).get(top, 0.0)
-    return is_low_confidence(has_hits=True, top_similarity=phrasing.best_similarity, top_coverage=cov)
+    return is_low_confidence(
+        has_hits=True,
+        top_similarity=phrasing.best_similarity,
+        top_coverage=cov,
+        names_absent=bool(phrasing.absent),
+    )
+
+
+def _absent_names(store: Store, phrasing: str) -> tuple[str, ...]:
+    """The names ``phrasing`` mentions that no chunk holds, as written; the whole index is asked, not the
+    filtered part, so the answer is about the knowledge base, not about where the search looked."""
+    mentioned = names(phrasing)
+    if not mentioned:
+        return ()
+    held = store.document_frequencies([n.term for n in mentioned])
+    return tuple(n.surface for n in mentioned if n.term not in held)
 
 
 def _gated(

@@ -29,12 +29,12 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from kbseek import KnowledgeBase
+from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
 from kbseek.models import HEADING_SEPARATOR
 from kbseek.render import escaped
 from kbseek.responses import RecentDocument, RecentDocuments
 from kbseek.server.errors import translate
-from kbseek.shaping import bounded
 
 MAX_TOPIC_LINES = 40
 MAX_RECENT = 50

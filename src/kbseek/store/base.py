@@ -348,8 +348,10 @@ class Store(Protocol):
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """How many chunks hold each term (heading or body); a term no chunk holds is absent.
 
-        Used only to weigh terms by rarity, so a store may answer from a cache up to a minute old
-        (the SQLite store does: an exact count reads a common term's whole posting list)."""
+        Used to weigh terms by rarity, so a store may answer a count from a cache up to a minute old
+        (the SQLite store does: an exact count reads a common term's whole posting list). Whether a
+        term is held at all must be current: a search says which names of its query no chunk holds
+        (``text.names``), and a name just written into a note must not be reported missing."""
         ...
 
     def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:

@@ -388,12 +388,12 @@ class SqliteStore:
         cache = self._df
         missing = [t for t in dict.fromkeys(terms) if t not in cache]
         if missing:
-            found = {t: 0 for t in missing}
+            # Only terms the index holds are kept: a term it lacks is asked again, so a word just
+            # written into a note is found at once (an absent name makes a search low-confidence).
             rows = self.conn.execute(
                 f"SELECT term, doc FROM chunks_vocab WHERE term IN ({_marks(missing)})", missing
             )
-            found.update((r[0], int(r[1])) for r in rows)
-            cache.update(found)
+            cache.update((r[0], int(r[1])) for r in rows if int(r[1]) > 0)
         return {t: cache[t] for t in terms if cache.get(t)}
 
     def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:

@@ -30,6 +30,9 @@ function noteForPeople(code, note, r, filtered) {
   switch (code) {
     case "clamped":
       return null; // the page's own request was adjusted to the server's caps: nothing for a person to do
+    case "absent_names":
+      return note.replace(/^no note in the knowledge base mentions (.*): the hits .*$/s,
+        "No note mentions $1, so these results may not answer the question.");
     case "more_hits":
       return "More results exist than are shown: add words, or pick a folder or tag to narrow the search.";
     case "terms_dropped":
