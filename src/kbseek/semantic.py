@@ -30,7 +30,7 @@ from kbseek.ingest.indexer import EmbedFn
 from kbseek.search.ann import open_vector_index, suits
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
-from kbseek.store.base import Store
+from kbseek.store.base import Store, model_incompatibility
 from kbseek.words import counted
 
 log = logging.getLogger(__name__)
@@ -58,19 +58,6 @@ class _Phase(Enum):
     LOADING = "loading"
     READY = "ready"
     FAILED = "failed"
-
-
-def model_incompatibility(store: Store, model_id: str) -> IndexIncompatible | None:
-    """The refusal to mix vectors of two models in one index, or ``None`` when they are the same model."""
-    embedding = store.meta().embedding
-    recorded = embedding.model if embedding is not None else None
-    if recorded is None or recorded == model_id:
-        return None
-    return IndexIncompatible(
-        f"the index {store.location} holds vectors from model {recorded!r}, but the configured model "
-        f"is {model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
-        "model, or set [embed] back to the old one"
-    )
 
 
 class SemanticLeg:

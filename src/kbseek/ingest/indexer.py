@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
-from kbseek.errors import DocumentNotFound, DocumentRefused, IndexIncompatible
+from kbseek.errors import DocumentNotFound, DocumentRefused
 from kbseek.guard import read_regular_file
 from kbseek.ingest.analysis import document_input
 from kbseek.ingest.chunker import ChunkOptions
@@ -36,7 +36,7 @@ from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
 from kbseek.models import ParsedDocument
-from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter
+from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
 
 log = logging.getLogger(__name__)
 
@@ -237,14 +237,9 @@ class Indexer:
     def _check_model(self) -> None:
         if self.model_id is None:
             return
-        embedding = self.store.meta().embedding
-        recorded = embedding.model if embedding is not None else None
-        if recorded is not None and recorded != self.model_id:
-            raise IndexIncompatible(
-                f"the index {self.store.location} holds vectors from model {recorded!r}, but the configured "
-                f"model is {self.model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
-                "model, or set [embed] back to the old one"
-            )
+        mismatch = model_incompatibility(self.store, self.model_id)
+        if mismatch is not None:
+            raise mismatch
 
     def would_embed(self, model_id: str) -> bool:
         """Whether a pass that changes no document would still call the model ``model_id``: chunks

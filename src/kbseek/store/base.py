@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from kbseek.errors import IndexIncompatible
 from kbseek.models import Chunk
 
 RowIds = npt.NDArray[np.int64]
@@ -412,3 +413,19 @@ class Store(Protocol):
     def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
         """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
         ...
+
+
+def model_incompatibility(store: Store, model_id: str) -> IndexIncompatible | None:
+    """The refusal to mix vectors of two models in one index, or ``None`` when they are the same model.
+
+    One wording for both places that meet it: a pass about to embed, and the dense leg loading.
+    """
+    embedding = store.meta().embedding
+    recorded = embedding.model if embedding is not None else None
+    if recorded is None or recorded == model_id:
+        return None
+    return IndexIncompatible(
+        f"the index {store.location} holds vectors from model {recorded!r}, but the configured model "
+        f"is {model_id!r}; run `kbseek index --reembed` to re-embed every chunk with the new "
+        "model, or set [embed] back to the old one"
+    )
