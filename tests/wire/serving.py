@@ -47,6 +47,19 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
     return status, body
 
 
+def wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Wait until the server on ``port`` answers /healthz; fail if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"the HTTP server on port {port} did not come up") from None
+            time.sleep(0.05)
+
+
 @contextmanager
 def serving(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[int]:
     """Start the server on a free port, wait for /healthz, yield the port, stop it."""
@@ -56,15 +69,7 @@ def serving(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> It
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
     ) as proc:  # fmt: skip
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
-                        break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("kbseek serve --http did not come up") from None
-                    time.sleep(0.05)
+            wait_healthy(port, proc)
             yield port
         finally:
             proc.terminate()

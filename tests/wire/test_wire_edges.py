@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import NOTES, write_notes
-from tests.wire.serving import free_port, get, request
+from tests.wire.serving import free_port, get, request, wait_healthy
 
 DRIVER = """
 import json, sys
@@ -181,15 +181,7 @@ def http(notes: Path) -> Iterator[tuple[int, int]]:
         _driver("http", notes, port=port, **LIMITS), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as proc:
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
-                        break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("the HTTP server did not come up") from None
-                    time.sleep(0.05)
+            wait_healthy(port, proc)
             yield port, proc.pid
         finally:
             proc.terminate()
