@@ -156,6 +156,8 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     page.goto(f"{base}/ui")
     page.wait_for_selector("#status:has-text('documents')")
     assert "5 documents" in page.text_content("#status")
+    hover = page.get_attribute("#status span[title]", "title") or ""
+    assert hover.startswith("edits reach the index by: ")  # the freshness mode, for a person
     assert not page.is_visible("#token-form")  # no token configured: nothing to ask for
 
     page.fill("#q", "load balancer rollback")
@@ -269,6 +271,13 @@ def test_in_chromium_the_empty_state_is_fully_visible_and_notes_read_for_people(
         assert "More results exist than are shown" in said and "pick a folder or tag" in said
         for agent_words in ("raise limit", "path_prefix", "limit=", "clamped"):
             assert agent_words not in said
+
+        page.fill("#q", "roll back the load balancer with Terraform")
+        page.press("#q", "Enter")
+        page.wait_for_selector("#message:has-text('No note mentions')")
+        said = page.text_content("#message")
+        assert "No note mentions Terraform, so these results may not answer the question." in said
+        assert "knowledge base may not cover" in said  # the low-confidence line
 
         page.fill("#q", "zzqx qqzv")
         page.press("#q", "Enter")

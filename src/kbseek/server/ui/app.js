@@ -208,6 +208,14 @@ function semanticState(s) {
   return s.semantic;
 }
 
+// The watcher's state, with how edits reach the index (file events, or a stat scan before each
+// search) on hover: a person wondering why an edit is not found yet can see which applies.
+function watcherSpan(s) {
+  const span = el("span", s.watcher.startsWith("unavailable") ? "bad" : "", ` · watcher ${s.watcher}`);
+  if (s.freshness) span.title = "edits reach the index by: " + s.freshness;
+  return span;
+}
+
 async function refreshStatus() {
   clearTimeout(statusTimer);
   const band = $("status");
@@ -218,7 +226,7 @@ async function refreshStatus() {
     const parts = [
       el("span", "", `${plural(s.documents, "document")} · ${plural(s.chunks, "chunk")}`),
       el("span", "", ` · model ${s.model || "none"} (${semanticState(s)})`),
-      el("span", s.watcher.startsWith("unavailable") ? "bad" : "", ` · watcher ${s.watcher}`),
+      watcherSpan(s),
       el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
     ];
     if (s.indexing) {
