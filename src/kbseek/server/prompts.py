@@ -35,6 +35,7 @@ from kbseek.models import HEADING_SEPARATOR
 from kbseek.render import escaped
 from kbseek.responses import RecentDocument, RecentDocuments
 from kbseek.server.errors import translate
+from kbseek.server.slots import slotted
 
 MAX_TOPIC_LINES = 40
 MAX_RECENT = 50
@@ -311,6 +312,7 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
             "knowledge base's topic groups."
         ),
     )
+    @slotted
     def summarize_topic(
         topic: Annotated[
             str, Field(description="A subject in words, or a folder such as 'runbooks/' (see list_topics).")
@@ -328,6 +330,7 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
             "ask for a summary of them with citations."
         ),
     )
+    @slotted
     def whats_new(
         since: Annotated[
             str,

@@ -6,10 +6,10 @@ and read comes from the knowledge base's one servable predicate, so what is offe
 exactly what a read accepts.
 """
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
-import anyio.to_thread
 from mcp import MCPError
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
@@ -21,6 +21,7 @@ from kbseek import IndexReport, KnowledgeBase
 from kbseek.errors import TopicNotFound
 from kbseek.server.errors import translate
 from kbseek.server.notify import ListChangedNotifier, declare_list_changed
+from kbseek.server.slots import in_slot
 from kbseek.uris import DOC_PREFIX, parse_uri, topic_uri
 
 DOC_TEMPLATE = DOC_PREFIX + "{+path}"
@@ -42,7 +43,7 @@ class KbServer(MCPServer[Any]):
             self.notifier.broadcast_from_thread()
 
     async def list_resources(self) -> list[MCPResource]:
-        groups = await anyio.to_thread.run_sync(self.kb.topic_groups)
+        groups = await in_slot(self.kb.topic_groups)
         return [
             MCPResource(
                 uri=topic_uri(prefix),
@@ -68,7 +69,7 @@ class KbServer(MCPServer[Any]):
         ]
 
     async def read_resource(self, uri: AnyUrl | str, context: Any = None) -> Iterable[ReadResourceContents]:
-        return await anyio.to_thread.run_sync(self._read, str(uri))
+        return await in_slot(functools.partial(self._read, str(uri)))
 
     def _read(self, uri: str) -> list[ReadResourceContents]:
         """Read one resource; any error is answered with the error table's JSON-RPC code and text."""

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -25,6 +24,7 @@ from starlette.routing import Route
 from kbseek import KnowledgeBase
 from kbseek.errors import InvalidArgument
 from kbseek.server.errors import translate
+from kbseek.server.slots import in_slot
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
@@ -69,7 +69,7 @@ async def _answer(request: Request, call: Callable[[], BaseModel]) -> JSONRespon
     """Run a blocking knowledge-base call off the event loop; any error is answered with the error
     table's status and text (a refusal's own message, a bug's generic one)."""
     try:
-        return _json(await anyio.to_thread.run_sync(call))
+        return _json(await in_slot(call))
     except Exception as exc:
         answer, text = translate(exc, f"GET {request.url.path}")
         return _error(answer.http, text)
