@@ -79,7 +79,7 @@ class HnswParams:
     """Neighbours per node: more is better recall for more memory and a slower build."""
     expansion_add: int = 128
     """Breadth of the search that places a new node: more is a better graph and a slower build."""
-    expansion_search: int = 256
+    expansion_search: int = 512
     """Breadth of a query's search (never below the number of candidates asked for)."""
 
 
