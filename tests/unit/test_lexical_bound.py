@@ -84,9 +84,14 @@ def _full(store: SqliteStore, query_terms: list[str], limit: int, **filters: str
         sqlite_store.LEXICAL_POSTINGS_BUDGET = saved
 
 
+NEGLIGIBLE = 1e-5
+"""How far a bounded score may be from the full query's: a term held by half the chunks or more is left
+out of it, and FTS5's BM25 gives such a term an IDF of 1e-6 (times at most k1 + 1 = 2.2 per term)."""
+
+
 def _same_ranking(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
     assert [r for r, _ in a] == [r for r, _ in b]
-    assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-9)
+    assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-9, abs=NEGLIGIBLE)
 
 
 @pytest.mark.usefixtures("tight")
@@ -98,6 +103,26 @@ def test_a_common_term_beside_a_rare_one_ranks_as_the_full_query_without_running
     full = _full(store, query, 5)
     monkeypatch.setattr(SqliteStore, "_bm25", lambda *a, **k: pytest.fail("the full query ran"))
     _same_ranking(store.lexical_candidates(query, limit=5), full)
+
+
+@pytest.mark.usefixtures("tight")
+def test_terms_most_chunks_hold_are_left_out_of_the_bounded_score(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scored: list[list[str]] = []
+    among = SqliteStore._bm25_among
+
+    def spy(self: SqliteStore, rare: list[str], query: list[str], **kwargs: object) -> object:
+        scored.append(list(query))
+        return among(self, rare, query, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "_bm25_among", spy)
+    query = terms("the rare cell medium")
+    store.lexical_candidates(query, limit=5)
+    assert scored == [terms("rare medium")]  # "the" and "cell": in every chunk
+    monkeypatch.setattr(sqlite_store, "NEGLIGIBLE_SHARE", 1.0)
+    store.lexical_candidates(query, limit=5)
+    assert scored[-1] == query
 
 
 @pytest.mark.usefixtures("tight")
@@ -177,7 +202,7 @@ def test_every_hit_holds_a_query_term_and_scores_as_in_the_full_query(
     assert all(held[r] for r, _ in bounded)
     full = dict(_full(store, query, 1_000))
     assert len(bounded) == min(limit, len(full))
-    assert [s for _, s in bounded] == pytest.approx([full[r] for r, _ in bounded], rel=1e-9)
+    assert [s for _, s in bounded] == pytest.approx([full[r] for r, _ in bounded], rel=1e-9, abs=NEGLIGIBLE)
     assert [s for _, s in bounded] == sorted((s for _, s in bounded), reverse=True)
 
 

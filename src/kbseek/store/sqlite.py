@@ -76,6 +76,11 @@ whole posting list (about 20 ms a query at 140k chunks, half the lexical leg), a
 weighs terms by rarity, which a minute of edits barely moves."""
 DF_CACHE_TERMS = 100_000
 
+NEGLIGIBLE_SHARE = 0.5
+"""A term held by at least this share of the chunks is left out of a bounded query's score
+(``SqliteStore._weighty``): FTS5's BM25 gives such a term an IDF of 1e-6, so leaving it out moves
+no score by more than that. 1.0 keeps every term."""
+
 FULL_QUERY_POSTINGS = 20_000
 """Up to this many postings in all, the full OR query is cheap (a few ms) and runs as it is, so a
 small knowledge base ranks exactly as before the bound."""
@@ -293,12 +298,30 @@ class SqliteStore:
         budget = LEXICAL_POSTINGS_BUDGET
         rare = None if budget is None else rare_terms(self._postings(terms, budget), budget, least=limit)
         if rare is not None:
-            rows = self._bm25_among(rare, terms, limit=limit, path_prefix=path_prefix, tags=tags)
+            scored = self._weighty(terms, rare)
+            rows = self._bm25_among(rare, scored, limit=limit, path_prefix=path_prefix, tags=tags)
             if len(rows) >= limit:
                 return rows
             # Fewer than ``limit`` chunks hold a rare term: the full query's tail is made of chunks
             # holding only common ones, and the bounded query cannot rank those. Run it whole.
         return self._bm25(expression, limit=limit, path_prefix=path_prefix, tags=tags)
+
+    def _weighty(self, terms: Sequence[str], rare: Sequence[str]) -> list[str]:
+        """The terms a bounded query scores with: all but those most chunks hold.
+
+        FTS5 weighs each term of a MATCH by its IDF, and to know it reads the term's whole posting
+        list, for every query: at 140k chunks the words most chunks hold (``the``, ``of``, ``is``)
+        made up most of the slowest bounded queries' time. Yet FTS5's BM25 clamps the IDF of a term
+        held by half the rows or more to 1e-6, so such a term adds nothing to any score; it is left
+        out (docs/decisions/0016). The counts may be a minute old, which only matters for a term
+        crossing the half in that minute, where its IDF is near zero anyway.
+        """
+        if NEGLIGIBLE_SHARE >= 1.0:
+            return list(terms)
+        _, total = self.counts()
+        df = self.document_frequencies(terms)
+        keep = set(rare)
+        return [t for t in terms if t in keep or df.get(t, 0) < NEGLIGIBLE_SHARE * total]
 
     def _postings(self, terms: Sequence[str], budget: int) -> dict[str, int]:
         """How many chunks hold each term, counted only as far as :func:`rare_terms` needs.
