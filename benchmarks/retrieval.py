@@ -91,6 +91,7 @@ def bench(
     variant_legs = {v: _dense_leg(legs, v) for v in variants}
     dense_alone = legs.dense_leg(dense_weight=1.0, matched_weight=1.0)
     per_leg.update({f"hybrid {v}": [] for v in variants})
+    flagged = 0
     for qid, text in queries:
         rel = collection.qrels[qid]
         request = SearchRequest(
@@ -101,7 +102,9 @@ def bench(
             max_hits_per_document=1,
             far_ahead=settings.far_ahead,
         )
-        hybrid = [doc_id(h.chunk.path) for h in legs.run(request, legs.dense_leg()).hits]
+        answered = legs.run(request, legs.dense_leg())
+        hybrid = [doc_id(h.chunk.path) for h in answered.hits]
+        flagged += answered.low_confidence  # every BEIR query has an answer: each flag is a false one
         compiled = compile_query(text, max_terms=max_terms)
         lexical = _dedupe(
             [doc_id(rowid_path[r]) for r, _ in legs.store.lexical_candidates(compiled.terms, limit=300)]
@@ -139,6 +142,10 @@ def bench(
     print("|---|---|---|---|---|")
     for leg, ms in per_leg.items():
         print(f"| {leg} | " + " | ".join(f"{mean([m[k] for m in ms]):.3f}" for k in ms[0]) + " |")
+    print(
+        f"\nanswerable queries the hybrid flagged low_confidence: {flagged} of {len(queries)} "
+        f"({flagged / max(len(queries), 1):.1%})"
+    )
     print("\n| indexing | chunks/s |")
     print("|---|---|")
     print(f"| whole pipeline (scan, parse, chunk, analyze, embed, store) | {pipeline_cps:.1f} |")
