@@ -41,7 +41,8 @@ from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
 from kbseek.store import sqlite as sqlite_store
-from kbseek.store.sqlite import SqliteStore, match_expression, rare_terms
+from kbseek.store.fts_match import match_expression, rare_terms
+from kbseek.store.sqlite import SqliteStore
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 SCALE = WORK / "lexical-scale"

@@ -54,8 +54,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import WORK, Collection, load, percentile
+from kbseek.embed.chunk_vectors import passage_input
 from kbseek.search.fts_query import compile_query
-from kbseek.store.sqlite import match_expression
+from kbseek.store.fts_match import match_expression
 from lexical_scale import _perturbed
 from processes import kbseek_script, run_child
 
@@ -187,14 +188,18 @@ def ms(seconds: list[float]) -> tuple[float, float]:
 
 
 def chunk_sample(index: Path, n: int) -> list[str]:
-    """``n`` distinct chunk texts of the index, spread over it: what the pass really embedded."""
+    """The inputs of ``n`` distinct chunks of the index, spread over it: what the pass really embedded,
+    one text per chunk (a chunk's passage is its heading path and text; the extra heading vectors of
+    chunks under a section are the pipeline's own work, so they count against it)."""
     conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT text FROM chunks GROUP BY content_hash ORDER BY content_hash").fetchall()
+        rows = conn.execute(
+            "SELECT heading_path, text FROM chunks GROUP BY content_hash ORDER BY content_hash"
+        ).fetchall()
     finally:
         conn.close()
     step = max(1, len(rows) // n)
-    return [r[0] for r in rows[::step][:n]]
+    return [passage_input(json.loads(h), t) for h, t in rows[::step][:n]]
 
 
 def raw_embedder_rate(texts: list[str]) -> float:

@@ -27,7 +27,8 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
     core, _ = semantic
     seen: list[ProgressSnapshot] = []
     report = core.index(progress=seen.append)
-    assert [s.phase for s in seen if s.done == 0] == ["scan", "parse", "embed"]  # the model was loaded
+    phases = [s.phase for s in seen if s.done == 0]  # the model was loaded: no model phase
+    assert phases[:2] == ["scan", "parse"] and set(phases[2:]) <= {"embed"}
     scan_end = [s for s in seen if s.phase == "scan"][-1]
     assert (scan_end.done, scan_end.total, scan_end.unit) == (4, 4, "files")
     parse = [s for s in seen if s.phase == "parse"]
@@ -35,9 +36,11 @@ def test_a_pass_reports_scan_then_parse_then_embed_with_their_totals(
     assert {s.item for s in parse[:-1]} == {
         "notes/plain.txt", "notes/障害対応.md", "runbooks/database/backup.md", "runbooks/deploy.md"
     }  # fmt: skip
+    # What was not embedded while parsing is the embed phase's work, counted from zero to its total.
     embed = [s for s in seen if s.phase == "embed"]
-    assert embed[-1].done == embed[-1].total == report.chunks_embedded > 0
+    assert not embed or embed[-1].done == embed[-1].total <= report.chunks_embedded
     assert all(s.unit == "chunks" for s in embed)
+    assert report.chunks_embedded == core.status().embedded == core.store.counts()[1] > 0
 
     seen.clear()
     core.index(progress=seen.append)  # nothing changed: a scan, and no phase with nothing to do
@@ -50,7 +53,8 @@ def test_a_pass_with_nothing_to_embed_never_loads_the_model(kb_root: Path) -> No
     first = KnowledgeBase(settings=Settings(root=kb_root, freshness_interval_s=0.0), embedder=embedder)
     seen: list[ProgressSnapshot] = []
     first.index(progress=seen.append)  # a first pass loads it, as its own phase
-    assert [s.phase for s in seen if s.done == 0] == ["scan", "model", "parse", "embed"]
+    phases = [s.phase for s in seen if s.done == 0]
+    assert phases[:3] == ["scan", "model", "parse"] and set(phases[3:]) <= {"embed"}
     first.close()
 
     again = FakeEmbedder()

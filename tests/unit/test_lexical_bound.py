@@ -15,9 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbseek.models import Chunk
+from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import ChunkInput, DocumentInput
-from kbseek.store.sqlite import SqliteStore, rare_terms
+from kbseek.store.fts_match import rare_terms
+from kbseek.store.sqlite import SqliteStore
 from kbseek.text.analyzer import index_text, terms
 
 COMMON = "the of is a cell"
@@ -71,7 +73,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 @pytest.fixture
 def tight(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds a few hundred chunks cross: full query up to 100 postings, rare terms up to 10."""
-    monkeypatch.setattr(sqlite_store, "FULL_QUERY_POSTINGS", 100)
+    monkeypatch.setattr(fts_match, "FULL_QUERY_POSTINGS", 100)
     monkeypatch.setattr(sqlite_store, "LEXICAL_POSTINGS_BUDGET", 10)
 
 
@@ -216,7 +218,7 @@ def test_rare_terms_takes_the_rarest_present_terms_and_at_least_one(
 ) -> None:
     chosen = rare_terms(postings, budget, least=least)
     present = [t for t, n in postings.items() if n > 0]
-    if sum(postings[t] for t in present) <= sqlite_store.FULL_QUERY_POSTINGS:
+    if sum(postings[t] for t in present) <= fts_match.FULL_QUERY_POSTINGS:
         assert chosen is None
         return
     ordered = sorted(postings[t] for t in present)

@@ -5,8 +5,9 @@ its content hash changed; a file that disappeared while another with the same
 hash appeared is a rename. Every document is written in its own transaction
 together with its chunks, so a crash mid-pass loses at most the document being
 written and never mixes old and new chunks. Vectors, keyed by chunk content,
-come after every document is written (the embed phase); chunks left without
-one by a crash or a lexical-only pass are embedded by the next pass.
+are made while later documents are parsed (``ingest.embed_ahead``) and after
+every document is written (the embed phase); chunks left without one by a
+crash or a lexical-only pass are embedded by the next pass.
 
 Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
 indexed only if a read would accept it: no symlink anywhere on its path, no hard link, a regular
@@ -23,6 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,7 @@ from kbseek.errors import DocumentNotFound, DocumentRefused
 from kbseek.guard import read_regular_file
 from kbseek.ingest.analysis import document_input
 from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
@@ -187,16 +190,27 @@ class Indexer:
         # Each document is written at once without vectors; the embed phase below gives vectors to
         # every chunk lacking one. Parsing first makes new text searchable by keyword within
         # seconds, and lets the slow phase (embedding) know its total, so its ETA means something.
+        # While it parses, a worker embeds what is already written (``ingest.embed_ahead``).
         total = len(to_read)
-        for done, fs in enumerate(to_read, 1):
-            if progress:
-                progress("parse", done - 1, total, fs.path)
-            prepared = self._prepare(fs, states.get(fs.path), by_hash, report, reparse=reparse)
-            if prepared is not None:
-                if prepared.old_path is not None:
-                    vanished.pop(prepared.old_path, None)
-                    by_hash.pop(prepared.content_hash, None)
-                self._write(prepared, report)
+        ahead = self._embedding_ahead(report) if total > 1 else None
+        try:
+            for done, fs in enumerate(to_read, 1):
+                if progress:
+                    progress("parse", done - 1, total, fs.path)
+                prepared = self._prepare(fs, states.get(fs.path), by_hash, report, reparse=reparse)
+                if prepared is not None:
+                    if prepared.old_path is not None:
+                        vanished.pop(prepared.old_path, None)
+                        by_hash.pop(prepared.content_hash, None)
+                    document_id = self._write(prepared, report)
+                    if ahead is not None:
+                        ahead.written(document_id)
+        except BaseException:
+            if ahead is not None:
+                ahead.stop()
+            raise
+        if ahead is not None:
+            ahead.close()
         if progress and total:
             progress("parse", total, total, "")
 
@@ -314,7 +328,7 @@ class Indexer:
             return _Prepared("renamed", fs, digest, parser.name, parsed, twin.id, twin.path)
         return _Prepared("added", fs, digest, parser.name, parsed, None)
 
-    def _write(self, p: _Prepared, report: IndexReport) -> None:
+    def _write(self, p: _Prepared, report: IndexReport) -> int:
         """Write one document with its chunks in one transaction; their vectors come in the embed phase.
 
         The chunks are analyzed for the lexical index before the transaction opens (``ingest.analysis``).
@@ -324,12 +338,29 @@ class Indexer:
             content_hash=p.content_hash, parsed=p.parsed,
         )  # fmt: skip
         with self.store.transaction() as tx:
-            tx.write_document(document, replaces=p.replaces)
+            document_id = tx.write_document(document, replaces=p.replaces)
         report.chunks_written += len(p.parsed.chunks)
         if p.kind == "renamed":
             report.renamed.append((p.old_path or "", p.file.path))
         else:
             getattr(report, p.kind).append(p.file.path)
+        return document_id
+
+    def _embedding_ahead(self, report: IndexReport) -> EmbedAhead | None:
+        embed = self.embed
+        if embed is None:
+            return None
+
+        def save(vectors: dict[str, np.ndarray]) -> None:
+            with self.store.transaction() as tx:
+                tx.put_vectors(vectors)
+                self._record_model(tx, vectors)
+            report.chunks_embedded += len(vectors)
+
+        return EmbedAhead(
+            partial(embed_chunks, embed), pending=self.store.document_chunks_without_vectors, save=save,
+            batch=self.embed_batch,
+        )  # fmt: skip
 
     def _embed_hashes(
         self,

@@ -385,6 +385,12 @@ class Store(Protocol):
         """
         ...
 
+    def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
+        """Like :meth:`chunks_without_vectors`, for the chunks of these documents only, in document and
+        chunk order: what the pass can embed of the documents it has just written while it parses the
+        next ones."""
+        ...
+
     def pending_vector_count(self) -> int:
         """How many distinct chunk contents have no vector: the embed phase's total."""
         ...

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from kbseek.errors import IndexLocked, KbBug
+from kbseek.store import fts_match
 from kbseek.store.base import (
     ChunkRow,
     Counts,
@@ -37,6 +38,7 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.fts_match import match_expression, rare_terms
 from kbseek.store.schema import (
     BM25_WEIGHTS,
     index_meta,
@@ -45,7 +47,7 @@ from kbseek.store.schema import (
 )
 from kbseek.store.sqlite_writer import SqliteWriter
 
-__all__ = ["SqliteStore", "match_expression", "rare_terms"]
+__all__ = ["SqliteStore"]
 
 BATCH = 500
 """Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
@@ -65,7 +67,7 @@ LEXICAL_POSTINGS_BUDGET: int | None = 4_000
 """How many postings the rare terms of a bounded lexical query may hold (docs/decisions/0016).
 
 FTS5 scores every row that holds any OR-ed term, so a query with ``the`` or ``of`` in it costs
-as much as the collection is large. A query whose terms hold more than :data:`FULL_QUERY_POSTINGS`
+as much as the collection is large. A query whose terms hold more than :data:`fts_match.FULL_QUERY_POSTINGS`
 postings between them finds its candidates among the chunks holding its rarest terms (together at
 most this many postings) and scores those on every term, exactly as the full query would. ``None``
 switches the bound off (the benchmark's baseline)."""
@@ -80,10 +82,6 @@ NEGLIGIBLE_SHARE = 0.5
 """A term held by at least this share of the chunks is left out of a bounded query's score
 (``SqliteStore._weighty``): FTS5's BM25 gives such a term an IDF of 1e-6, so leaving it out moves
 no score by more than that. 1.0 keeps every term."""
-
-FULL_QUERY_POSTINGS = 20_000
-"""Up to this many postings in all, the full OR query is cheap (a few ms) and runs as it is, so a
-small knowledge base ranks exactly as before the bound."""
 
 
 class SqliteStore:
@@ -328,11 +326,11 @@ class SqliteStore:
 
         Each count stops at a cap, so the cost is bounded however common the term (``chunks_vocab``
         would read a common term's whole posting list for its exact count). The cap is what is left
-        of :data:`FULL_QUERY_POSTINGS` (so the counts add up to at most that exactly when the true
+        of :data:`fts_match.FULL_QUERY_POSTINGS` (so the counts add up to at most that exactly when the true
         ones do), and never below ``budget + 1`` (so a count within ``budget`` is exact).
         """
         out: dict[str, int] = {}
-        left = FULL_QUERY_POSTINGS + 1
+        left = fts_match.FULL_QUERY_POSTINGS + 1
         sql = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
         for term in dict.fromkeys(terms):
             expression = match_expression([term])
@@ -454,6 +452,21 @@ class SqliteStore:
         )
         return [PendingChunk(r[0], tuple(json.loads(r[1])), r[2]) for r in rows]
 
+    def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
+        out: dict[str, PendingChunk] = {}
+        for part in _batches([int(d) for d in document_ids]):
+            rows = self.conn.execute(
+                "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
+                " LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
+                f" WHERE e.content_hash IS NULL AND c.document_id IN ({_marks(part)})"
+                " ORDER BY c.document_id, c.ordinal",
+                part,
+            )
+            for h, heading_path, text in rows:
+                if h not in out:
+                    out[h] = PendingChunk(h, tuple(json.loads(heading_path)), text)
+        return list(out.values())
+
     def pending_vector_count(self) -> int:
         row = self.conn.execute(
             "SELECT COUNT(DISTINCT c.content_hash) FROM chunks c"
@@ -500,45 +513,6 @@ class SqliteStore:
                 vectors.append(np.frombuffer(r[1], dtype="<f4"))
         matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
         return np.asarray(ids, dtype=np.int64), matrix
-
-
-def match_expression(terms: Sequence[str]) -> str | None:
-    """The FTS5 MATCH expression that ORs ``terms`` together; ``None`` for no terms.
-
-    Each term is an FTS5 string literal: inside quotes every character is literal text, so
-    ``-``, ``:``, ``"``, ``*``, ``AND``/``NOT``/``NEAR`` never change the query's meaning or raise
-    a syntax error (T7). The one character a literal cannot hold, NUL, ends FTS5's string early;
-    the tokenizer separates words at it anyway, so it becomes a space. (The analyzer never emits
-    one; the protocol promises that no term at all can make the engine raise.) OR rather than AND
-    because agents ask in sentences; BM25 still ranks chunks that hold more (and rarer) terms first.
-    """
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""').replace("\x00", " ") + '"' for term in terms)
-
-
-def rare_terms(postings: Mapping[str, int], budget: int, *, least: int = 1) -> tuple[str, ...] | None:
-    """The terms a bounded query MATCHes, rarest first; ``None`` when the full OR query is cheap.
-
-    ``postings`` maps each term to how many chunks hold it (a count above ``budget`` may be capped).
-    The full query runs when all terms together hold at most :data:`FULL_QUERY_POSTINGS` postings
-    (always so on a small knowledge base) or when every term that matches anything is rare enough
-    to be MATCHed anyway. Otherwise the rarest terms are taken while their postings stay within
-    ``budget``, and past it until they hold at least ``least`` postings (the candidates wanted), so
-    an identifier next to common words still fills the list and a query of common words only
-    still finds chunks. Terms no chunk holds are left out: they match nothing and score nothing.
-    """
-    present = sorted((t for t, n in postings.items() if n > 0), key=lambda t: postings[t])
-    if sum(postings[t] for t in present) <= FULL_QUERY_POSTINGS:
-        return None
-    chosen: list[str] = []
-    total = 0
-    for term in present:
-        if chosen and total + postings[term] > budget and total >= least:
-            break
-        chosen.append(term)
-        total += postings[term]
-    return None if len(chosen) == len(present) else tuple(chosen)
 
 
 # -- rows to records ---------------------------------------------------------------------------------
