@@ -166,9 +166,11 @@ class Catalog:
                 if requested:  # else a neighbour-only run between two separate windows
                     runs.append(shaping.FoundRun(run, requested))
         servable = self.servable_document_paths(among={r.run.chunks[0].path for r in runs})
-        return shaping.fetch_response(
-            args, runs, missing, servable=set(servable), max_fetch_chars=self._live.limits.max_fetch_chars
+        limits = self._live.limits
+        response = shaping.fetch_response(
+            args, runs, missing, servable=set(servable), max_fetch_chars=limits.max_fetch_chars
         )
+        return shaping.fit_fetch(response, limits.max_response_chars)
 
     def _missing(self, chunk_id: str) -> MissingChunk:
         retired = self._store.retired(chunk_id)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from kbseek.config import Limits, Settings
 from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
@@ -278,7 +280,7 @@ def empty_explanation(
     return base + ". Try other words, a synonym, the other language, or drop filters"
 
 
-def _json_size(response: SearchResponse) -> int:
+def _json_size(response: BaseModel) -> int:
     return len(response.model_dump_json())
 
 
@@ -385,6 +387,50 @@ def fetch_response(
     if missing:
         notes.append("some chunk ids are no longer valid; run search again to get current ids")
     return FetchResponse(passages=passages, missing=list(missing), truncated=truncated, notes=notes)
+
+
+def fit_fetch(
+    response: FetchResponse, max_chars: int, measure: Callable[[FetchResponse], int] = _json_size
+) -> FetchResponse:
+    """Shorten the passages' text, the last first, to the most that measures at most ``max_chars`` (T3).
+
+    The per-fetch character budget counts text as written, but a response is sent as JSON, where a
+    quote or a backslash takes two characters and a control character six, and a surface may send a
+    text rendering beside the structured result. A passage cut here says where to read on, as one
+    cut by the budget does; a passage left with no text still names its path and ids. The length
+    kept is found by bisection: what a character costs depends on the character.
+    """
+    if measure(response) <= max_chars:
+        return response
+    fits, over = 0, sum(len(p.text) for p in response.passages)  # kept characters: fitting, too many
+    while over - fits > 1:
+        mid = (fits + over) // 2
+        if measure(_passages_within(response, mid, max_chars)) <= max_chars:
+            fits = mid
+        else:
+            over = mid
+    return _passages_within(response, fits, max_chars)
+
+
+def _passages_within(response: FetchResponse, keep: int, max_chars: int) -> FetchResponse:
+    """``response`` with ``keep`` characters of passage text in all, earlier passages first."""
+    passages: list[Passage] = []
+    notes = list(response.notes)
+    for p in response.passages:
+        if len(p.text) <= keep:
+            passages.append(p)
+            keep -= len(p.text)
+            continue
+        text = p.text[:keep]
+        keep = 0
+        earlier = f"the passage from {p.path} was cut at "
+        notes = [n for n in notes if not n.startswith(earlier)]
+        passages.append(p.model_copy(update={"text": text, "end": p.start + len(text), "truncated": True}))
+        notes.append(
+            f"the passage from {p.path} was cut to keep the response under {counted(max_chars, 'character')}; "
+            f"read on with get_document(path={p.path!r}, offset={p.start + len(text)})"
+        )
+    return response.model_copy(update={"passages": passages, "truncated": True, "notes": notes})
 
 
 def stale_chunk(

@@ -115,3 +115,29 @@ def test_bounded_keeps_short_text_and_says_how_much_was_cut() -> None:
     assert bounded_middle("a" * 10, 10) == "a" * 10
     cut = bounded_middle("head " + "x" * 100 + " tail", 20)
     assert cut.startswith("head ") and cut.endswith(" tail") and "…(90 more characters)…" in cut
+
+
+async def test_a_fetch_of_text_json_escapes_stays_within_the_cap_and_says_where_to_read_on(
+    tmp_path: Path,
+) -> None:
+    """Quotes and backslashes take two characters each as JSON, and the text block repeats the
+    passages: a fetch within its 24,000-character budget was sent as about 100,000 characters."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    lines = ['"\\' * 40 + f" line {i}" for i in range(60)]
+    for n in range(12):
+        (root / f"quotes-{n}.md").write_text("# Quotes\n\n" + "\n\n".join(lines) + "\n", encoding="utf-8")
+    core = _capped(root)
+    ids = [h.chunk_id for h in core.search("line", limit=20).hits]
+    assert len({core.fetch([i], context=0).passages[0].path for i in ids}) >= 10
+    result = await _call(core, "fetch", {"chunk_ids": ids, "context": 2})
+    assert not result.is_error and _size(result) <= CAP
+    data = result.structured_content or {}
+    assert data["truncated"] is True
+    cut = [p for p in data["passages"] if p["truncated"]]
+    assert cut and sum(len(p["text"]) for p in data["passages"]) > CAP // 8  # cut, not emptied
+    first = cut[0]
+    assert f"get_document(path={first['path']!r}, offset={first['end']})" in " ".join(data["notes"])
+    text = core.read_document(first["path"], offset=first["start"], max_chars=len(first["text"])).text
+    assert text == first["text"]  # the passage is the document's own text up to where it says to read on
+    core.close()

@@ -75,9 +75,15 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
     )
 
 
+ENVELOPE_CHARS = 400
+"""Room for what the SDK puts around a result: the JSON-RPC envelope and the ``serverInfo`` stamp in
+``_meta`` on 2026-era sessions (about 150 characters for kbseek's name, title and version)."""
+
+
 def _sent_size(model: BaseModel, text: str) -> int:
-    """Characters of the result as sent: the structured content and the text block, as JSON."""
-    return len(_result(model, text).model_dump_json(by_alias=True, exclude_none=True))
+    """Characters of the result as sent: the structured content and the text block, as JSON, and the
+    envelope around them."""
+    return len(_result(model, text).model_dump_json(by_alias=True, exclude_none=True)) + ENVELOPE_CHARS
 
 
 def _search_result(r: SearchResponse, max_chars: int) -> CallToolResult:
@@ -236,6 +242,10 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
                     "chunk_ids is empty: pass one or more chunk_id values from search results"
                 )
             r = kb.fetch(chunk_ids, context=context)
+            # The core fitted the structured result alone; the text block repeats the passages (T3).
+            r = shaping.fit_fetch(
+                r, kb.limits.max_response_chars, measure=lambda c: _sent_size(c, render.fetch_text(c))
+            )
             return _result(r, render.fetch_text(r))
 
     @server.tool(
