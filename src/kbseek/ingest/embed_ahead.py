@@ -60,7 +60,8 @@ class EmbedAhead:
         self._carry: list[PendingChunk] = []
         self._in_flight: set[str] = set()
         """Content hashes handed over and not yet saved: a text two documents share is embedded once."""
-        self._todo: queue.Queue[_Work | None] = queue.Queue(maxsize=max(1, depth))
+        self._depth = max(1, depth)
+        self._todo: queue.Queue[_Work | None] = queue.Queue(maxsize=self._depth)
         self._done: queue.Queue[tuple[list[str], np.ndarray]] = queue.Queue()
         self._stopping = threading.Event()
         self.failure: Exception | None = None
@@ -90,7 +91,11 @@ class EmbedAhead:
     # -- the pass's side ---------------------------------------------------------------------------
 
     def _hand_over(self) -> None:
-        while not self._todo.full():
+        """Fill the free places of the work queue, at most ``depth`` batches per call: a worker that
+        empties the queue as fast as it is filled must not keep the pass from parsing."""
+        for _ in range(self._depth):
+            if self._todo.full():
+                return
             while len(self._carry) < self._batch and self._documents:
                 for chunk in self._pending([self._documents.popleft()]):
                     if chunk.content_hash not in self._in_flight:
