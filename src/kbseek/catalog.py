@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from kbseek import shaping
+from kbseek import fitting, shaping
 from kbseek.errors import NotServable
 from kbseek.guard import LoadedDocument, literal_path, load_document, relative_path
 from kbseek.live_config import LiveConfig
@@ -170,7 +170,7 @@ class Catalog:
         response = shaping.fetch_response(
             args, runs, missing, servable=set(servable), max_fetch_chars=limits.max_fetch_chars
         )
-        return shaping.fit_fetch(response, limits.max_response_chars)
+        return fitting.fit_fetch(response, limits.max_response_chars)
 
     def _missing(self, chunk_id: str) -> MissingChunk:
         retired = self._store.retired(chunk_id)

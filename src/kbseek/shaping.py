@@ -8,16 +8,15 @@ wording and the caps are tested without a store, a model or a server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from kbseek.config import Limits, Settings
 from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
+from kbseek.fitting import fit_search
 from kbseek.guard import LoadedDocument, relative_path
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import (
@@ -280,45 +279,6 @@ def empty_explanation(
     return base + ". Try other words, a synonym, the other language, or drop filters"
 
 
-def _json_size(response: BaseModel) -> int:
-    return len(response.model_dump_json())
-
-
-def fit_search(
-    response: SearchResponse, max_chars: int, measure: Callable[[SearchResponse], int] = _json_size
-) -> SearchResponse:
-    """Drop hits from the end until the response measures at most ``max_chars``, its cut note included (T3).
-
-    The note saying the response was cut is part of the response, so each candidate is measured with
-    it: fitting the hits first and adding the note after would overshoot the cap by the note's length.
-    ``measure`` is the serialised structured result by default; a surface that sends a text
-    rendering beside it measures both (and may fit a response already fitted: its cut note is
-    replaced, not repeated).
-    """
-    if measure(response) <= max_chars:
-        return response
-    kept = len(response.hits) - 1
-    cut = _cut_to(response, max(kept, 0), max_chars)
-    while kept > 0 and measure(cut) > max_chars:
-        kept -= 1
-        cut = _cut_to(response, kept, max_chars)
-    return cut
-
-
-def _cut_to(response: SearchResponse, kept: int, max_chars: int) -> SearchResponse:
-    """``response`` with only its first ``kept`` hits and the note that says so."""
-    earlier = [i for i, code in enumerate(response.note_codes) if code == "cut_to_fit"]
-    notes = [
-        *(n for i, n in enumerate(response.notes) if i not in earlier),
-        f"the response was cut to {counted(kept, 'hit')} to stay under {counted(max_chars, 'character')}; "
-        "lower snippet_chars",
-    ]
-    codes = [*(c for c in response.note_codes if c != "cut_to_fit"), "cut_to_fit"]
-    return response.model_copy(
-        update={"hits": list(response.hits[:kept]), "truncated": True, "notes": notes, "note_codes": codes}
-    )
-
-
 # -- fetch ---------------------------------------------------------------------------------------------
 
 
@@ -387,50 +347,6 @@ def fetch_response(
     if missing:
         notes.append("some chunk ids are no longer valid; run search again to get current ids")
     return FetchResponse(passages=passages, missing=list(missing), truncated=truncated, notes=notes)
-
-
-def fit_fetch(
-    response: FetchResponse, max_chars: int, measure: Callable[[FetchResponse], int] = _json_size
-) -> FetchResponse:
-    """Shorten the passages' text, the last first, to the most that measures at most ``max_chars`` (T3).
-
-    The per-fetch character budget counts text as written, but a response is sent as JSON, where a
-    quote or a backslash takes two characters and a control character six, and a surface may send a
-    text rendering beside the structured result. A passage cut here says where to read on, as one
-    cut by the budget does; a passage left with no text still names its path and ids. The length
-    kept is found by bisection: what a character costs depends on the character.
-    """
-    if measure(response) <= max_chars:
-        return response
-    fits, over = 0, sum(len(p.text) for p in response.passages)  # kept characters: fitting, too many
-    while over - fits > 1:
-        mid = (fits + over) // 2
-        if measure(_passages_within(response, mid, max_chars)) <= max_chars:
-            fits = mid
-        else:
-            over = mid
-    return _passages_within(response, fits, max_chars)
-
-
-def _passages_within(response: FetchResponse, keep: int, max_chars: int) -> FetchResponse:
-    """``response`` with ``keep`` characters of passage text in all, earlier passages first."""
-    passages: list[Passage] = []
-    notes = list(response.notes)
-    for p in response.passages:
-        if len(p.text) <= keep:
-            passages.append(p)
-            keep -= len(p.text)
-            continue
-        text = p.text[:keep]
-        keep = 0
-        earlier = f"the passage from {p.path} was cut at "
-        notes = [n for n in notes if not n.startswith(earlier)]
-        passages.append(p.model_copy(update={"text": text, "end": p.start + len(text), "truncated": True}))
-        notes.append(
-            f"the passage from {p.path} was cut to keep the response under {counted(max_chars, 'character')}; "
-            f"read on with get_document(path={p.path!r}, offset={p.start + len(text)})"
-        )
-    return response.model_copy(update={"passages": passages, "truncated": True, "notes": notes})
 
 
 def stale_chunk(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbseek.config import Limits
+from kbseek.fitting import fit_search
 from kbseek.guard import LoadedDocument
 from kbseek.responses import IndexSummary, MissingChunk, SearchResponse
 from kbseek.search.fts_query import CompiledQuery
@@ -24,7 +25,6 @@ from kbseek.shaping import (
     empty_explanation,
     fetch_args,
     fetch_response,
-    fit_search,
     resource_text,
     search_args,
     search_response,

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from kbseek import KnowledgeBase, __version__, render, shaping
+from kbseek import KnowledgeBase, __version__, fitting, render
 from kbseek.echoes import bounded_middle
 from kbseek.errors import InvalidArgument
 from kbseek.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
@@ -89,7 +89,7 @@ def _sent_size(model: BaseModel, text: str) -> int:
 def _search_result(r: SearchResponse, max_chars: int) -> CallToolResult:
     """A search's result within ``max_chars`` as sent, text block included: the core fitted the
     structured result alone, and the text repeats most of it (T3)."""
-    r = shaping.fit_search(r, max_chars, measure=lambda c: _sent_size(c, render.search_text(c)))
+    r = fitting.fit_search(r, max_chars, measure=lambda c: _sent_size(c, render.search_text(c)))
     return _result(r, render.search_text(r))
 
 
@@ -243,7 +243,7 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
                 )
             r = kb.fetch(chunk_ids, context=context)
             # The core fitted the structured result alone; the text block repeats the passages (T3).
-            r = shaping.fit_fetch(
+            r = fitting.fit_fetch(
                 r, kb.limits.max_response_chars, measure=lambda c: _sent_size(c, render.fetch_text(c))
             )
             return _result(r, render.fetch_text(r))
