@@ -58,6 +58,11 @@ def test_config_errors_are_value_errors_so_generic_handlers_catch_them() -> None
         ({"url": "http://127.0.0.1:8000"}, "url applies only to provider 'http'"),
         ({"api_key_env": "KEY"}, "api_key_env applies only to provider 'http'"),
         ({"provider": "e5", "model": "enpt"}, "choose one of 'original'"),
+        (
+            {"provider": "e5", "engine": "gpu"},
+            "unknown embedding engine 'gpu'; choose one of 'onnx', 'numpy'",
+        ),
+        ({"engine": "numpy"}, "engine applies only to providers 'e5' and 'use\\+e5', not 'use'"),
     ],
 )
 def test_bad_settings_are_refused_with_a_message_naming_the_setting(kwargs: dict, fragment: str) -> None:
@@ -95,6 +100,15 @@ def test_the_factory_builds_each_provider_without_loading_it() -> None:
     assert isinstance(use, UseEmbedder) and not use.loaded
     assert isinstance(e5, E5Embedder) and not e5.loaded
     assert isinstance(http, HttpEmbedder) and not http.loaded
+
+
+def test_the_e5_engine_can_be_chosen_in_the_config_and_names_the_model_id() -> None:
+    """An index made by one engine is opened by setting that engine (their vectors differ slightly)."""
+    numpy_e5 = make_embedder(EmbedderSpec(provider="e5", engine=" NumPy "))
+    assert isinstance(numpy_e5, E5Embedder) and numpy_e5.engine == "numpy"
+    assert numpy_e5.model_id.startswith("e5-numpy:")
+    pair = make_embedder(EmbedderSpec(provider="use+e5", engine="numpy"))
+    assert "+e5-numpy:" in pair.model_id
 
 
 def test_model_ids_name_the_package_or_endpoint() -> None:

@@ -108,6 +108,10 @@ class Embedder(Protocol):
         ...
 
 
+E5_ENGINES = ("onnx", "numpy")
+"""What can run e5: ONNX Runtime with int8 weights, or kbseek's NumPy engine (``embed.e5``)."""
+
+
 @dataclass(frozen=True)
 class EmbedderSpec:
     """What the configuration says about the embedding model, validated on creation.
@@ -127,6 +131,11 @@ class EmbedderSpec:
     times faster than two once the cores are shared with other work.
     ``timeout_s`` bounds each HTTP request and is ignored by local providers.
 
+    ``engine`` runs e5 (providers ``e5`` and ``use+e5``): ``"onnx"`` (int8 in ONNX Runtime,
+    docs/decisions/0023) or ``"numpy"`` (kbseek's float32 engine); ``None`` takes ONNX Runtime
+    when it imports. The engines' vectors differ slightly, so an index keeps the engine it was
+    made with: setting it is how an index of the other engine is used without re-embedding.
+
     ``similarity_floor`` is the cosine that unrelated texts typically reach with
     this model. Fusion and the low-confidence check read similarities on one
     scale, ``(cosine - floor) / (1 - floor)``, because models differ wildly here:
@@ -142,6 +151,7 @@ class EmbedderSpec:
     threads: int | None = None
     timeout_s: float = 30.0
     similarity_floor: float | None = None
+    engine: str | None = None
 
     def __post_init__(self) -> None:
         provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider
@@ -221,6 +231,20 @@ class EmbedderSpec:
                 f"provider 'use' has a single built-in model; remove embedding model {self.model!r} "
                 "(or choose provider 'e5' or 'http' to pick a model)"
             )
+        if self.engine is not None:
+            engine = self.engine.strip().lower() if isinstance(self.engine, str) else self.engine
+            if self.provider not in ("e5", PAIR):
+                raise ConfigError(
+                    f"embedding engine applies only to providers 'e5' and {PAIR!r}, not {self.provider!r}; "
+                    "remove it"
+                )
+            if engine not in E5_ENGINES:
+                raise ConfigError(
+                    f"unknown embedding engine {self.engine!r}; choose one of "
+                    + ", ".join(repr(e) for e in E5_ENGINES)
+                    + " (or remove it to take ONNX Runtime when it is installed)"
+                )
+            object.__setattr__(self, "engine", engine)
         if self.provider == "e5" and self.model is not None and self.model not in E5_MODELS:
             raise ConfigError(
                 f"unknown model {self.model!r} for provider 'e5'; choose one of "

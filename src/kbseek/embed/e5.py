@@ -34,7 +34,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from kbseek.embed import e5_onnx
-from kbseek.embed.base import E5_MODELS, check_texts
+from kbseek.embed.base import E5_ENGINES, E5_MODELS, check_texts
 from kbseek.embed.encoder import NumpyE5
 from kbseek.embed.local import LocalEmbedder
 
@@ -59,7 +59,7 @@ class E5Embedder(LocalEmbedder[NumpyE5]):
     ) -> None:
         if model not in E5_MODELS:
             raise ValueError(f"unknown e5 model {model!r}; choose one of {', '.join(E5_MODELS)}")
-        if engine not in (None, "onnx", "numpy"):
+        if engine not in (None, *E5_ENGINES):
             raise ValueError(f"unknown e5 engine {engine!r}; choose 'onnx' or 'numpy'")
         self._variant = model
         self.engine = engine or ("onnx" if e5_onnx.available() else "numpy")

@@ -15,9 +15,10 @@ versions; a file that does not load is rebuilt. The word embeddings (250,000 row
 NumPy engine's packed 4-bit form and are looked up in NumPy, as is the mean pooling: only the
 12 layers run in ONNX Runtime, one window at a time (no padding, no mask).
 
-Which engine runs is decided when the embedder is made (:func:`available`): ONNX Runtime when it and
-``onnx`` import, else the NumPy engine. Their vectors differ slightly, so their model ids differ and
-an index made by one is re-embedded by the other, never mixed.
+Which engine runs is decided when the embedder is made: ``[embed] engine`` if set, else ONNX Runtime
+when it and ``onnx`` import (:func:`available`), else the NumPy engine. Their vectors differ
+slightly, so their model ids differ and an index made by one is never mixed with the other's
+vectors: it is opened by setting its engine, or re-embedded (``kbseek index --reembed``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,12 @@ def make_embedder(spec: EmbedderSpec) -> Embedder:
     if spec.provider == "e5":
         from kbseek.embed.e5 import E5Embedder
 
-        return E5Embedder(model=spec.model or E5_MODELS[0], threads=spec.threads, batch_size=spec.batch_size)
+        return E5Embedder(
+            model=spec.model or E5_MODELS[0],
+            threads=spec.threads,
+            batch_size=spec.batch_size,
+            engine=spec.engine,
+        )
     if spec.provider == PAIR:
         from kbseek.embed.e5 import E5Embedder
         from kbseek.embed.pair import PairEmbedder
@@ -34,7 +39,9 @@ def make_embedder(spec: EmbedderSpec) -> Embedder:
 
         return PairEmbedder(
             UseEmbedder(threads=spec.threads, batch_size=spec.batch_size),
-            E5Embedder(model=E5_MODELS[0], threads=spec.threads, batch_size=spec.batch_size),
+            E5Embedder(
+                model=E5_MODELS[0], threads=spec.threads, batch_size=spec.batch_size, engine=spec.engine
+            ),
         )
     if spec.provider == "http":
         from kbseek.embed.http import HttpEmbedder
