@@ -39,7 +39,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -132,52 +134,60 @@ def run_c(chunks: list[str], runs: int, out: Path) -> dict[str, object]:
     }
 
 
-def run_numpy(chunks: list[str], runs: int, threads: list[int], out: Path) -> dict[str, object]:
-    """kbseek's NumPy engine, once per BLAS thread count."""
-    from threadpoolctl import threadpool_limits
+def _timed(
+    load: Callable[[int], Any], chunks: list[str], runs: int, threads: list[int], pin: Callable[[int], Any]
+) -> tuple[dict[str, object], np.ndarray, Any]:
+    """Load time, chunks/s and query p50 per thread count, the vectors of the last count, the model.
 
-    from kbseek.embed.encoder import NumpyE5
-
+    ``load(n)`` gives an engine running on ``n`` threads; ``pin(n)`` is a context held while it runs
+    (a BLAS thread limit for the NumPy engine, nothing for ONNX Runtime, whose sessions fix theirs).
+    """
     started = time.perf_counter()
-    model = NumpyE5.load()
+    model = load(threads[0])
     model.passages(["warm up"])
     load_s = time.perf_counter() - started
     speed: dict[str, float] = {}
     query_ms: dict[str, float] = {}
     vectors = np.empty(0)
     for n in threads:
-        with threadpool_limits(limits=n, user_api="blas"):
-            model.passages(chunks[:16])
-            speed[str(n)], vectors = _best_speed(model.passages, chunks, runs)
-            query_ms[str(n)] = _median_ms(lambda: model.queries([QUERY]))
+        engine = load(n) if n != threads[0] else model
+        with pin(n):
+            engine.passages(chunks[:16])
+            speed[str(n)], vectors = _best_speed(engine.passages, chunks, runs)
+            query_ms[str(n)] = _median_ms(lambda e=engine: e.queries([QUERY]))
+    report = {"load_s": load_s, "speed": speed, "query_p50_ms": query_ms}
+    return report, vectors, model
+
+
+def run_numpy(chunks: list[str], runs: int, threads: list[int], out: Path) -> dict[str, object]:
+    """kbseek's NumPy engine, once per BLAS thread count (one model, its BLAS limited around each run)."""
+    from threadpoolctl import threadpool_limits
+
+    from kbseek.embed.encoder import NumpyE5
+
+    loaded: list[NumpyE5] = []
+
+    def load(_threads: int) -> NumpyE5:  # one model for every count: the limit is set around each run
+        if not loaded:
+            loaded.append(NumpyE5.load())
+        return loaded[0]
+
+    report, vectors, model = _timed(
+        load, chunks, runs, threads, lambda n: threadpool_limits(limits=n, user_api="blas")
+    )
     np.save(out / "numpy.npy", vectors)
-    return {
-        "load_s": load_s,
-        "speed": speed,
-        "query_p50_ms": query_ms,
-        "peak_rss_mb": _peak_rss_mb(),
-        "tokens": [model.token_count(c) for c in chunks],
-    }
+    return {**report, "peak_rss_mb": _peak_rss_mb(), "tokens": [model.token_count(c) for c in chunks]}
 
 
 def run_onnx(chunks: list[str], runs: int, threads: list[int], out: Path) -> dict[str, object]:
     """kbseek's ONNX Runtime engine, one session per thread count (the int8 graph built or cached first)."""
     from kbseek.embed.e5_onnx import OnnxE5
 
-    started = time.perf_counter()
-    model = OnnxE5.load_onnx(threads=threads[0])
-    model.passages(["warm up"])
-    load_s = time.perf_counter() - started
-    speed: dict[str, float] = {}
-    query_ms: dict[str, float] = {}
-    vectors = np.empty(0)
-    for n in threads:
-        session = OnnxE5.load_onnx(threads=n)
-        session.passages(chunks[:16])
-        speed[str(n)], vectors = _best_speed(session.passages, chunks, runs)
-        query_ms[str(n)] = _median_ms(lambda s=session: s.queries([QUERY]))  # type: ignore[misc]
+    report, vectors, _ = _timed(
+        lambda n: OnnxE5.load_onnx(threads=n), chunks, runs, threads, lambda _n: nullcontext()
+    )
     np.save(out / "onnx.npy", vectors)
-    return {"load_s": load_s, "speed": speed, "query_p50_ms": query_ms, "peak_rss_mb": _peak_rss_mb()}
+    return {**report, "peak_rss_mb": _peak_rss_mb()}
 
 
 def _child(engine: str, args: argparse.Namespace, out: Path, limit: int) -> dict[str, object]:

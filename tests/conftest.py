@@ -145,6 +145,19 @@ def write_notes(root: Path, notes: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+MANY = 30
+"""Notes in the ``many`` tree: enough for a pass to hand several batches to the model."""
+
+
+@pytest.fixture
+def many(tmp_path: Path) -> Path:
+    """``MANY`` one-chunk notes, each with a word of its own."""
+    write_notes(
+        tmp_path, {f"note{i:02}.md": f"# Note {i}\n\nword{i} appears only here.\n" for i in range(MANY)}
+    )
+    return tmp_path
+
+
 @pytest.fixture
 def kb_root(tmp_path: Path) -> Path:
     root = tmp_path / "kb"

@@ -21,19 +21,10 @@ from kbseek.embed.chunk_vectors import ChunkText
 from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.progress import ProgressSnapshot
 from kbseek.store.base import PendingChunk
+from tests.conftest import MANY as NOTES
 from tests.fakes import FakeEmbedder
 
-NOTES = 30
 WAIT_S = 10.0
-
-
-@pytest.fixture
-def many(tmp_path: Path) -> Path:
-    for i in range(NOTES):
-        (tmp_path / f"note{i:02}.md").write_text(
-            f"# Note {i}\n\nword{i} appears only here.\n", encoding="utf-8"
-        )
-    return tmp_path
 
 
 def _settings(root: Path) -> Settings:

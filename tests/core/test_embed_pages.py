@@ -11,18 +11,8 @@ from kbseek.config import Settings
 from kbseek.embed.base import EmbedderSpec
 from kbseek.progress import ProgressSnapshot
 from kbseek.store.sqlite import SqliteStore
+from tests.conftest import MANY as NOTES
 from tests.fakes import FakeEmbedder
-
-NOTES = 30
-
-
-@pytest.fixture
-def many(tmp_path: Path) -> Path:
-    for i in range(NOTES):
-        (tmp_path / f"note{i:02}.md").write_text(
-            f"# Note {i}\n\nword{i} appears only here.\n", encoding="utf-8"
-        )
-    return tmp_path
 
 
 def test_a_pass_embeds_every_chunk_reading_one_page_at_a_time(

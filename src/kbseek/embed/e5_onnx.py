@@ -201,6 +201,20 @@ def build_graph(weights: E5Weights) -> Any:
         return out
 
     eps = float(cfg.eps)
+
+    def add_and_norm(
+        out: str, residual: str, bias: np.ndarray, ln_w: np.ndarray, ln_b: np.ndarray, at: str
+    ) -> str:
+        """``LayerNorm(out + bias + residual)`` in one fused node: the post-LN step of a BERT layer."""
+        inputs = [
+            out,
+            residual,
+            weight(at + "_ln.w", ln_w),
+            weight(at + "_ln.b", ln_b),
+            weight(at + ".b", bias),
+        ]
+        return node("SkipLayerNormalization", inputs, ms=True, epsilon=eps)
+
     x = "x"
     for i, w in enumerate(weights.layers):
         p = f"layer{i}."
@@ -209,21 +223,11 @@ def build_graph(weights: E5Weights) -> Any:
             num_heads=cfg.heads,
         )  # fmt: skip
         projected = node("MatMul", [attention, weight(p + "attn_out.w", w.attn_out_w)])
-        x = node(
-            "SkipLayerNormalization",
-            [projected, x, weight(p + "attn_ln.w", w.attn_ln_w), weight(p + "attn_ln.b", w.attn_ln_b),
-             weight(p + "attn_out.b", w.attn_out_b)],
-            ms=True, epsilon=eps,
-        )  # fmt: skip
+        x = add_and_norm(projected, x, w.attn_out_b, w.attn_ln_w, w.attn_ln_b, p + "attn")
         inner = node("MatMul", [x, weight(p + "ffn_in.w", w.ffn_in_w)])
         activated = node("BiasGelu", [inner, weight(p + "ffn_in.b", w.ffn_in_b)], ms=True)
         outer = node("MatMul", [activated, weight(p + "ffn_out.w", w.ffn_out_w)])
-        x = node(
-            "SkipLayerNormalization",
-            [outer, x, weight(p + "out_ln.w", w.out_ln_w), weight(p + "out_ln.b", w.out_ln_b),
-             weight(p + "ffn_out.b", w.ffn_out_b)],
-            ms=True, epsilon=eps,
-        )  # fmt: skip
+        x = add_and_norm(outer, x, w.ffn_out_b, w.out_ln_w, w.out_ln_b, p + "ffn")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
     graph = helper.make_graph(
         nodes, "multilingual-e5-small-layers",
