@@ -78,6 +78,8 @@ class Retrieval:
         """
         active = self._live.active
         limits = active.settings.limits
+        if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
+            args = replace(args, path_prefix=args.literal_prefix)  # a folder named with a blank or a "\\"
         request = args.request(limits, active.settings.far_ahead)
         semantic, semantic_error = self._semantic.state(), self._semantic.error
         try:

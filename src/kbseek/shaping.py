@@ -17,7 +17,7 @@ from kbseek.config import Limits, Settings
 from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
 from kbseek.fitting import fit_search
-from kbseek.guard import LoadedDocument, relative_path
+from kbseek.guard import LoadedDocument, literal_path, relative_path
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import (
     DocumentResponse,
@@ -57,13 +57,18 @@ def clamp(name: str, value: int | None, default: int, low: int, high: int, notes
     return value
 
 
-def clean_prefix(prefix: str | None) -> str | None:
-    """A ``path_prefix`` as a root-relative path (``None`` for the whole tree); a trailing ``/`` is kept."""
+def clean_prefix(prefix: str | None, *, literal: bool = False) -> str | None:
+    """A ``path_prefix`` as a root-relative path (``None`` for the whole tree); a trailing ``/`` is kept.
+
+    Read as people type paths (blanks trimmed, ``\\`` a separator), or with ``literal`` as the scan
+    names files (``guard.literal_path``), so that a folder whose name starts or ends with a blank, or
+    holds a backslash, can still be searched by the prefix ``list_topics`` gave for it.
+    """
     if prefix is None or not prefix.strip().strip("/."):
         return None
-    trailing = prefix.strip().endswith("/")
-    rel = relative_path(prefix)
-    return rel + "/" if trailing else rel
+    trailing = (prefix if literal else prefix.strip()).endswith("/")
+    rel = literal_path(prefix) if literal else relative_path(prefix)
+    return rel + "/" if trailing and rel else rel or None
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,9 @@ class SearchArgs:
     notes: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
     """Alternative phrasings, blank and repeated ones removed and capped at ``[limits].max_also``."""
+    literal_prefix: str | None = None
+    """The prefix read literally, when that differs from ``path_prefix``: the search takes it instead
+    if a document's path starts with it (``Retrieval.search``)."""
 
     def request(self, limits: Limits, far_ahead: float) -> SearchRequest:
         return SearchRequest(
@@ -107,7 +115,11 @@ def search_args(
     )
     tag_list = tuple(t.strip() for t in (tags or ()) if t.strip())
     alternatives = clean_also(query, also or (), limits.max_also, notes)
-    return SearchArgs(query, n, sc, clean_prefix(path_prefix), tag_list, explain, tuple(notes), alternatives)
+    prefix, literal = clean_prefix(path_prefix), clean_prefix(path_prefix, literal=True)
+    return SearchArgs(
+        query, n, sc, prefix, tag_list, explain, tuple(notes), alternatives,
+        literal_prefix=literal if literal != prefix else None,
+    )  # fmt: skip
 
 
 def clean_also(query: str, also: Iterable[str], most: int, notes: list[str]) -> tuple[str, ...]:

@@ -93,6 +93,21 @@ async def test_every_path_search_returns_opens_by_path_by_chunk_id_and_by_uri(od
             assert word in contents.text  # type: ignore[union-attr]
 
 
+async def test_every_folder_list_topics_names_filters_a_search_by_that_prefix(odd: KnowledgeBase) -> None:
+    """A folder whose name starts or ends with a blank was trimmed away by path_prefix, so the
+    prefix list_topics gave for it found nothing."""
+    async with Client(build_server(odd)) as client:
+        topics = (await call(client, "list_topics", {}))["topics"]
+        prefixes = [t["prefix"] for t in topics if t["prefix"].rstrip("/") in {" lead folder", "trail "}]
+        assert len(prefixes) == 2
+        for prefix in prefixes:
+            wanted = {name for name in NAMES if name.startswith(prefix)}
+            data = await call(client, "search", {"query": "note word", "path_prefix": prefix, "limit": 20})
+            assert {h["path"] for h in data["hits"]} == wanted, prefix
+        typed = await call(client, "search", {"query": "note word", "path_prefix": "  日本語 ノート/ "})
+        assert {h["path"] for h in typed["hits"]} == {"日本語 ノート/café.md"}  # typed blanks still trimmed
+
+
 @pytest.mark.skipif(POSIX_ONLY, reason="a backslash is a folder separator on Windows")
 async def test_a_name_as_search_returns_it_wins_over_its_typed_reading(tmp_path: Path) -> None:
     """``a\\b.md`` names that file when it exists, and ``a/b.md`` only when it does not."""
