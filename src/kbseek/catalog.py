@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kbseek import fitting, shaping
+from kbseek.echoes import ECHO_CHARS, bounded_middle
 from kbseek.errors import NotServable
 from kbseek.guard import LoadedDocument, literal_path, load_document, relative_path
 from kbseek.live_config import LiveConfig
@@ -136,7 +137,8 @@ class Catalog:
         if rel != literal and self.servable_document_paths(among=[rel]):
             return rel
         raise NotServable(
-            f"kb://doc/{rel} is not offered as a resource: it is not in the search index (excluded, "
+            f"{bounded_middle('kb://doc/' + rel, ECHO_CHARS)} is not offered as a resource: it is not in "
+            "the search index (excluded, "
             "skipped, not indexed yet, or its format is no longer enabled) or it is over the resource "
             "size cap; get_document(path) reads files by path",
             path,

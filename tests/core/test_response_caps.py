@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.types import CallToolResult
 
 from kbseek import KnowledgeBase
@@ -141,3 +141,15 @@ async def test_a_fetch_of_text_json_escapes_stays_within_the_cap_and_says_where_
     text = core.read_document(first["path"], offset=first["start"], max_chars=len(first["text"])).text
     assert text == first["text"]  # the passage is the document's own text up to where it says to read on
     core.close()
+
+
+async def test_a_resource_that_is_not_offered_quotes_a_long_path_briefly_and_keeps_its_advice(
+    core: KnowledgeBase,
+) -> None:
+    uri = "kb://doc/" + "n" * 200 + "/" + "y" * 3000 + ".md"
+    async with Client(build_server(core)) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+    message = str(caught.value)
+    assert len(message) < 1000 and "…(" in message
+    assert "is not offered as a resource" in message and "get_document(path) reads files by path" in message
