@@ -9,6 +9,7 @@ silently ignored is a setting the user believes is on.
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -115,6 +116,16 @@ class Settings:
     beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
 
     def __post_init__(self) -> None:
+        # A library caller writes Settings(root="~/notes"): a string (or any os.PathLike) is taken as
+        # the path it names, as KnowledgeBase("~/notes") takes it, instead of failing later on
+        # str.is_dir.
+        for name in ("root", "index_dir"):
+            value = getattr(self, name)
+            if value is None or isinstance(value, Path):
+                continue
+            if not isinstance(value, str | os.PathLike):
+                raise ConfigError(f"Settings.{name} must be a path, not {type(value).__name__} {value!r}")
+            object.__setattr__(self, name, Path(value).expanduser())
         if self.max_file_bytes <= 0:
             raise ConfigError("max_file_bytes must be a positive number of bytes")
         unknown = [name for name in self.parsers if name not in AVAILABLE_PARSERS]

@@ -82,6 +82,16 @@ def test_settings_and_a_root_together_are_a_programming_error(kb_root: Path) -> 
         KnowledgeBase(kb_root, settings=Settings(root=kb_root))
 
 
+def test_settings_take_paths_as_strings_as_knowledge_base_does(kb_root: Path, tmp_path: Path) -> None:
+    """Settings(root="...") failed with "'str' object has no attribute 'is_dir'" when opened."""
+    settings = Settings(root=str(kb_root), index_dir=str(tmp_path / "index"), semantic=False)
+    assert settings.root == kb_root and settings.index_dir == tmp_path / "index"
+    with KnowledgeBase(settings=settings) as kb:
+        assert kb.index().added and kb.search("deploy").hits
+    with pytest.raises(ConfigError, match=r"Settings\.root must be a path, not int 7"):
+        Settings(root=7)  # type: ignore[arg-type]
+
+
 def test_read_only_creates_nothing_and_runs_no_pass(kb_root: Path) -> None:
     with KnowledgeBase(kb_root, semantic=False, read_only=True) as kb:
         status = kb.status()
