@@ -109,3 +109,18 @@ def test_the_index_summary_and_last_report_follow_each_pass(kb_root: Path) -> No
         assert kb.last_report is report and len(report.added) == 4
         assert kb.summary().documents == 4 and kb.index_path.endswith("index.sqlite")
         assert kb.status().semantic == "off"
+
+
+def test_a_search_narrowed_to_one_file_returns_more_than_the_per_document_cap(tmp_path: Path) -> None:
+    """Decision 0012's way to read more of one document: with no other document waiting, the
+    per-document cap (3) no longer holds its chunks back."""
+    sections = "\n\n".join(f"## Step {i}\n\n" + f"Rotate the signing key, part {i}. " * 40 for i in range(8))
+    (tmp_path / "keys.md").write_text("# Key rotation\n\n" + sections + "\n", encoding="utf-8")
+    (tmp_path / "other.md").write_text("# Other\n\nRotate the tyres of the car.\n", encoding="utf-8")
+    with KnowledgeBase(tmp_path, semantic=False) as kb:
+        kb.index()
+        narrowed = kb.search("rotate signing key", path_prefix="keys.md", limit=6).hits
+        assert len(narrowed) == 6 and {h.path for h in narrowed} == {"keys.md"}
+        everywhere = kb.search("rotate", limit=6).hits
+        paths = [h.path for h in everywhere]
+        assert "other.md" in paths[:2] and paths.count("keys.md") == 5  # the other file is shown first

@@ -41,9 +41,16 @@ def test_a_second_chunk_waits_behind_other_documents_unless_far_ahead() -> None:
 
 
 def test_with_nothing_else_waiting_a_documents_chunks_fill_the_list() -> None:
+    """The per-document cap makes room for other documents; with none waiting (a search narrowed to
+    one file) it capped that file at 3 chunks, and decision 0012's way to read more of it did not work."""
     ranked, rows = ranked_of([(1, 0.9), (1, 0.5), (1, 0.4), (1, 0.3)])
     kept, more = distinct_first(ranked, rows, limit=5, per_document=3, far_ahead=math.inf)
-    assert len(kept) == 3 and not more
+    assert [f.score for f in kept] == [0.9, 0.5, 0.4, 0.3] and not more
+    kept, more = distinct_first(ranked, rows, limit=3, per_document=1, far_ahead=math.inf)
+    assert [f.score for f in kept] == [0.9, 0.5, 0.4] and more
+    ranked, rows = ranked_of([(1, 0.9), (1, 0.8), (1, 0.7), (2, 0.2)])  # another document: it comes first
+    kept, _ = distinct_first(ranked, rows, limit=4, per_document=2, far_ahead=math.inf)
+    assert [rows[f.rowid].document_id for f in kept] == [1, 2, 1, 1]
 
 
 def test_more_is_said_when_a_deferred_chunk_did_not_fit() -> None:
@@ -79,7 +86,9 @@ def test_the_rule_only_reorders_later_chunks(
     kept, more = distinct_first(ranked, rows, limit=limit, per_document=per_document, far_ahead=far_ahead)
     docs = [rows[f.rowid].document_id for f in kept]
     assert len(kept) <= limit and len(set(f.rowid for f in kept)) == len(kept)
-    assert all(docs.count(d) <= per_document for d in docs)
+    available_docs = {rows[f.rowid].document_id for f in ranked}
+    if any(docs.count(d) > per_document for d in docs):  # past the cap only when no document waits
+        assert set(docs) == available_docs
     if ranked:
         assert kept[0] == ranked[0]  # the best chunk is always first: recall@1 cannot move
     # every document's best chunk comes before any document's deferred later chunk
@@ -87,5 +96,4 @@ def test_the_rule_only_reorders_later_chunks(
     if far_ahead == math.inf:
         first = docs[: min(limit, available)]
         assert len(set(first)) == len(first)
-    eligible = sum(min(per_document, sum(1 for d, _ in chunks if d == doc)) for doc in {d for d, _ in chunks})
-    assert more == (eligible > limit)
+    assert more == (len(chunks) > limit)  # the chunks never overlap here, so each could be a hit

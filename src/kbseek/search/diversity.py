@@ -48,7 +48,9 @@ def distinct_first(
     """The hits in order, and whether more de-duplicated hits existed than ``limit`` allowed.
 
     ``ranked`` is best first. A chunk overlapping a kept chunk of its document is never kept (a
-    fetch would show the same text twice), and no document gets more than ``per_document``. A
+    fetch would show the same text twice), and no document gets more than ``per_document`` while
+    other candidate documents are waiting; once every one is shown, room left in the list goes to
+    further chunks of them (the way to read more of one document: narrow the search to it). A
     second or later chunk keeps its rank when its score is at least ``1 + far_ahead`` times the best
     score of the next document not yet shown; ``far_ahead = inf`` never lets it.
     """
@@ -63,12 +65,14 @@ def distinct_first(
 
     kept: list[R] = []
     deferred: list[R] = []
+    capped: list[R] = []
     spans: dict[int, list[tuple[int, int]]] = {}
     shown: set[int] = set()
     for i, f in enumerate(live):
         row = rows[f.rowid]
         taken = spans.setdefault(row.document_id, [])
         if not _fits(row, taken, per_document):
+            capped.append(f)
             continue
         if row.document_id in shown and not _far_ahead(f.score, next_opening[i], far_ahead):
             deferred.append(f)
@@ -82,6 +86,19 @@ def distinct_first(
         row = rows[f.rowid]
         taken = spans[row.document_id]
         if not _fits(row, taken, per_document):  # chunks kept since it was deferred may now exclude it
+            capped.append(f)
+            continue
+        if len(kept) == limit:
+            return kept, True
+        taken.append((row.start, row.end))
+        kept.append(f)
+    # Every candidate document is shown and room is left (a path_prefix naming one file, a tag few
+    # documents carry): the cap made room for other documents, and none is waiting, so further
+    # chunks of the ones shown fill the list, best first.
+    for f in sorted(capped, key=lambda c: -c.score):
+        row = rows[f.rowid]
+        taken = spans[row.document_id]
+        if not _fits(row, taken, math.inf):
             continue
         if len(kept) == limit:
             return kept, True
@@ -90,7 +107,7 @@ def distinct_first(
     return kept, False
 
 
-def _fits(row: Placed, taken: Sequence[tuple[int, int]], per_document: int) -> bool:
+def _fits(row: Placed, taken: Sequence[tuple[int, int]], per_document: float) -> bool:
     """Room left for this document, and no overlap with a kept chunk of it."""
     return len(taken) < per_document and not any(row.start < e and s < row.end for s, e in taken)
 
