@@ -20,6 +20,7 @@ from kbseek.embed import e5_onnx
 from kbseek.embed.e5 import E5Embedder
 from kbseek.embed.e5_onnx import OnnxE5
 from kbseek.embed.encoder import NumpyE5
+from kbseek.errors import EmbedderUnavailable
 from tests.embed.test_numpy_e5 import TOY_TEXTS, VARIED, _model_file, _toy_model
 
 pytest.importorskip("onnxruntime", reason="the e5 extra (ONNX Runtime) is not installed")
@@ -32,6 +33,25 @@ def test_onnx_runtime_imports_in_a_process_that_imported_usearch_first() -> None
     code = "import kbseek, usearch.index; import onnxruntime, onnx; print('ok')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
+def test_making_the_embedder_does_not_import_onnx_runtime() -> None:
+    """The import takes about 0.6 s, and an embedder is made when a server starts, before any load."""
+    code = (
+        "import sys; from kbseek.embed import EmbedderSpec, make_embedder; "
+        "e = make_embedder(EmbedderSpec(provider='use+e5')); "
+        "print('+e5-ort' in e.model_id, 'onnxruntime' in sys.modules, 'onnx' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "False", "False"], done.stderr[-2000:]
+
+
+def test_an_onnx_runtime_that_does_not_import_is_refused_at_load_with_the_numpy_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # installed, but its import fails
+    with pytest.raises(EmbedderUnavailable, match='set \\[embed\\] engine = "numpy"'):
+        OnnxE5.load_onnx()
 
 
 def _toy_pair(*, quantise: bool) -> tuple[NumpyE5, OnnxE5]:

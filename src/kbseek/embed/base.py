@@ -133,7 +133,7 @@ class EmbedderSpec:
 
     ``engine`` runs e5 (providers ``e5`` and ``use+e5``): ``"onnx"`` (int8 in ONNX Runtime,
     docs/decisions/0023) or ``"numpy"`` (kbseek's float32 engine); ``None`` takes ONNX Runtime
-    when it imports. The engines' vectors differ slightly, so an index keeps the engine it was
+    when it is installed. The engines' vectors differ slightly, so an index keeps the engine it was
     made with: setting it is how an index of the other engine is used without re-embedding.
 
     ``similarity_floor`` is the cosine that unrelated texts typically reach with

@@ -12,7 +12,7 @@ kbseek reads that file (:mod:`kbseek.embed.e5_weights`) and never loads the
 package's C engine. Two engines run the network: ONNX Runtime with int8 weights
 (:mod:`kbseek.embed.e5_onnx`, installed by the same extra; about twice the
 chunks/s of the other on one thread and a query in a few milliseconds), and,
-where ONNX Runtime does not import, kbseek's NumPy engine
+where ONNX Runtime is not installed, kbseek's NumPy engine
 (:mod:`kbseek.embed.encoder`; float32, 6-7 chunks/s on one core). Their vectors
 differ slightly, so each has its own model id. ``benchmarks/e5_engine.py``
 measures the engines side by side.
@@ -63,7 +63,7 @@ class E5Embedder(LocalEmbedder[NumpyE5]):
             raise ValueError(f"unknown e5 engine {engine!r}; choose 'onnx' or 'numpy'")
         self._variant = model
         self.engine = engine or ("onnx" if e5_onnx.available() else "numpy")
-        """``onnx`` (int8, ``kbseek.embed.e5_onnx``) when ONNX Runtime imports, else ``numpy``."""
+        """``onnx`` (int8, ``kbseek.embed.e5_onnx``) when ONNX Runtime is installed, else ``numpy``."""
         super().__init__(threads=threads, batch_size=batch_size, variant=model)
         if self.engine == "onnx":  # other vectors, so another id: an index is never mixed
             self._model_id = self._model_id.replace(self.id_prefix, f"e5-{e5_onnx.engine_id()}", 1)

@@ -16,7 +16,7 @@ NumPy engine's packed 4-bit form and are looked up in NumPy, as is the mean pool
 12 layers run in ONNX Runtime, one window at a time (no padding, no mask).
 
 Which engine runs is decided when the embedder is made: ``[embed] engine`` if set, else ONNX Runtime
-when it and ``onnx`` import (:func:`available`), else the NumPy engine. Their vectors differ
+when it and ``onnx`` are installed (:func:`available`), else the NumPy engine. Their vectors differ
 slightly, so their model ids differ and an index made by one is never mixed with the other's
 vectors: it is opened by setting its engine, or re-embedded (``kbseek index --reembed``).
 """
@@ -24,6 +24,7 @@ vectors: it is opened by setting its engine, or re-embedded (``kbseek index --re
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import tempfile
@@ -54,14 +55,17 @@ IR_VERSION = 10
 ONNX Runtime refuses; 10 is read by every ONNX Runtime from 1.17 on."""
 
 
+_USE_NUMPY = 'set [embed] engine = "numpy" to run e5 in kbseek\'s NumPy engine (slower, same model)'
+
+
 def available() -> bool:
-    """Whether ONNX Runtime and ``onnx`` can be imported here (the ``e5`` extra installs both)."""
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except Exception:  # an import that fails for any reason means: use the NumPy engine
-        return False
-    return True
+    """Whether ONNX Runtime and ``onnx`` are installed (the ``e5`` extra installs both).
+
+    Only looked up, not imported: importing them takes about 0.6 s, and an embedder is made when a
+    server starts, long before it loads (``embed.factory``). An installed package that then fails
+    to import is an ``EmbedderUnavailable`` at load, saying how to choose the NumPy engine.
+    """
+    return all(importlib.util.find_spec(name) is not None for name in _PACKAGES)
 
 
 def engine_id() -> str:
@@ -84,6 +88,13 @@ class OnnxE5(NumpyE5):
     @classmethod
     def load_onnx(cls, variant: str = "original", *, threads: int = 1, cache: Path | None = None) -> OnnxE5:
         """Read the installed model, build or reuse its int8 graph, open a session; raises ``EmbedderUnavailable``."""
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+        except Exception as exc:  # installed (``available``) but broken: say how to do without it
+            raise EmbedderUnavailable(
+                f"ONNX Runtime or onnx cannot be imported ({exc}); {_USE_NUMPY}"
+            ) from exc
         model = open_model(variant)
         weights = model.weights()
         folder = cache if cache is not None else Path(platformdirs.user_cache_dir("kbseek")) / "models"
@@ -152,10 +163,7 @@ def _session(model: bytes, threads: int) -> Any:
     try:
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        raise EmbedderUnavailable(
-            f"ONNX Runtime cannot run the e5 model here: {exc}; uninstall onnxruntime to use kbseek's "
-            "NumPy engine for e5 (slower, same model)"
-        ) from exc
+        raise EmbedderUnavailable(f"ONNX Runtime cannot run the e5 model here: {exc}; {_USE_NUMPY}") from exc
 
 
 def _model_bytes(weights: E5Weights, *, quantise: bool) -> bytes:
