@@ -19,6 +19,7 @@ import pytest
 from kbseek.embed import e5_onnx
 from kbseek.embed.e5 import E5Embedder
 from kbseek.embed.e5_onnx import OnnxE5
+from kbseek.embed.e5_weights import E5Weights, ModelFile
 from kbseek.embed.encoder import NumpyE5
 from kbseek.errors import EmbedderUnavailable
 from tests.embed.test_numpy_e5 import TOY_TEXTS, VARIED, _model_file, _toy_model
@@ -49,6 +50,7 @@ def test_making_the_embedder_does_not_import_onnx_runtime() -> None:
 def test_an_onnx_runtime_that_does_not_import_is_refused_at_load_with_the_numpy_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    _model_file()
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # installed, but its import fails
     with pytest.raises(EmbedderUnavailable, match='set \\[embed\\] engine = "numpy"'):
         OnnxE5.load_onnx()
@@ -112,15 +114,28 @@ def test_int8_vectors_agree_with_the_numpy_engine(engines: tuple[NumpyE5, OnnxE5
 
 @pytest.mark.slow
 def test_the_graph_is_built_once_and_a_broken_file_is_built_again(
-    engines: tuple[NumpyE5, OnnxE5], cache: Path, caplog: pytest.LogCaptureFixture
+    engines: tuple[NumpyE5, OnnxE5],
+    cache: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     (built,) = cache.glob("e5-int8-*.onnx")
     stamp = built.stat().st_mtime_ns
+    dequantised: list[bool] = []
+    read = ModelFile.weights
+
+    def counted(self: ModelFile, *, layers: bool = True) -> E5Weights:
+        dequantised.append(layers)
+        return read(self, layers=layers)
+
+    monkeypatch.setattr(ModelFile, "weights", counted)
     OnnxE5.load_onnx(cache=cache)
     assert built.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert dequantised == [False]  # and the float32 layers, which only a build needs, never made
     built.write_bytes(b"not a model")
     with caplog.at_level(logging.WARNING, logger="kbseek.embed.e5_onnx"):
         again = OnnxE5.load_onnx(cache=cache)
+    assert dequantised == [False, True, False]
     assert "does not load" in caplog.text and built.stat().st_size > 1_000_000
     np.testing.assert_allclose(again.passages(VARIED[:3]), engines[1].passages(VARIED[:3]), atol=1e-6)
     assert [p.name for p in cache.iterdir()] == [built.name]  # no temporary file left behind

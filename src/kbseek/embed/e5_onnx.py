@@ -28,7 +28,7 @@ import importlib.util
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from importlib import metadata
@@ -88,18 +88,10 @@ class OnnxE5(NumpyE5):
     @classmethod
     def load_onnx(cls, variant: str = "original", *, threads: int = 1, cache: Path | None = None) -> OnnxE5:
         """Read the installed model, build or reuse its int8 graph, open a session; raises ``EmbedderUnavailable``."""
-        try:
-            import onnx  # noqa: F401
-            import onnxruntime  # noqa: F401
-        except Exception as exc:  # installed (``available``) but broken: say how to do without it
-            raise EmbedderUnavailable(
-                f"ONNX Runtime or onnx cannot be imported ({exc}); {_USE_NUMPY}"
-            ) from exc
         model = open_model(variant)
-        weights = model.weights()
         folder = cache if cache is not None else Path(platformdirs.user_cache_dir("kbseek")) / "models"
-        session = open_session(weights, model.path, folder, threads=threads)
-        return cls(weights, Tokenizer(model.tokenizer_tables()), session)
+        session = open_session(model.weights, model.path, folder, threads=threads)
+        return cls(model.weights(layers=False), Tokenizer(model.tokenizer_tables()), session)
 
     @classmethod
     def from_weights(
@@ -118,8 +110,9 @@ class OnnxE5(NumpyE5):
         return out
 
 
-def open_session(weights: E5Weights, source: Path, folder: Path, *, threads: int) -> Any:
-    """A session on the cached int8 graph of ``weights``, building the file if it is missing or broken."""
+def open_session(weights: Callable[[], E5Weights], source: Path, folder: Path, *, threads: int) -> Any:
+    """A session on the cached int8 graph of the model in ``source``, building the file if it is missing
+    or broken; ``weights`` dequantises the layers, only for a build (0.1 s and 85 MB of float32)."""
     path = folder / f"e5-int8-{_cache_key(source)}.onnx"
     if path.exists():
         try:
@@ -127,8 +120,9 @@ def open_session(weights: E5Weights, source: Path, folder: Path, *, threads: int
         except Exception as exc:  # a truncated or foreign file: build it again
             log.warning("the cached e5 graph %s does not load (%s); building it again", path.name, exc)
     log.info("building the int8 e5 graph for ONNX Runtime (once; a few seconds)")
-    data = _model_bytes(weights, quantise=True)
+    data = _model_bytes(weights(), quantise=True)
     session = _session(data, threads)  # a graph this runtime refuses is never cached
+    tmp: str | None = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".e5-", suffix=".tmp")
@@ -137,6 +131,8 @@ def open_session(weights: E5Weights, source: Path, folder: Path, *, threads: int
         os.replace(tmp, path)  # another process building the same file at once writes the same bytes
     except OSError as exc:
         log.warning("cannot keep the e5 graph in %s (%s); it is rebuilt at each start", folder, exc)
+        if tmp is not None:  # a full disk: leave no half-written file behind
+            Path(tmp).unlink(missing_ok=True)
     return session
 
 
@@ -150,8 +146,18 @@ def _cache_key(source: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def _module(name: str) -> Any:
+    """``name`` imported. It is only looked up when the embedder is made (:func:`available`), so an
+    installed package that fails to import is refused here, at load, with the way round it. ``onnx``
+    is imported only to build a graph: a cached one loads without it."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise EmbedderUnavailable(f"{name} cannot be imported ({exc}); {_USE_NUMPY}") from exc
+
+
 def _session(model: bytes, threads: int) -> Any:
-    import onnxruntime as ort
+    ort = _module("onnxruntime")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(1, threads)
@@ -168,20 +174,19 @@ def _session(model: bytes, threads: int) -> Any:
 
 def _model_bytes(weights: E5Weights, *, quantise: bool) -> bytes:
     """The serialised graph, int8 when ``quantise``; quantisation goes through files, in a temporary folder."""
-    import onnx
-
+    onnx = _module("onnx")
     graph = build_graph(weights)
     graph.ir_version = IR_VERSION
     if not quantise:
         return bytes(graph.SerializeToString())
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    quantization = _module("onnxruntime.quantization")
 
     with tempfile.TemporaryDirectory(prefix="kbseek-e5-") as tmp:
         plain, quantised = Path(tmp) / "float.onnx", Path(tmp) / "int8.onnx"
         onnx.save(graph, str(plain))
         with _quiet():
-            quantize_dynamic(
-                str(plain), str(quantised), weight_type=QuantType.QInt8, per_channel=True,
+            quantization.quantize_dynamic(
+                str(plain), str(quantised), weight_type=quantization.QuantType.QInt8, per_channel=True,
                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
             )  # fmt: skip
         model = onnx.load(str(quantised))

@@ -292,14 +292,15 @@ class ModelFile:
         """A q4 ``[rows, cols]`` weight dequantised and transposed to a contiguous ``[cols, rows]``."""
         return np.ascontiguousarray(dequantize_q4(self._tensor(name, _DTYPE_Q4, (rows, cols)), rows, cols).T)
 
-    def weights(self) -> E5Weights:
-        """Dequantise the transformer (the token table stays packed)."""
+    def weights(self, *, layers: bool = True) -> E5Weights:
+        """Dequantise the transformer (the token table stays packed); ``layers=False`` reads only the
+        embeddings, for an engine that holds the layers in a form of its own (``embed.e5_onnx``)."""
         c = self.config
         h, ff = c.hidden, c.ffn
-        layers = []
-        for i in range(c.layers):
+        dequantised: list[LayerWeights] = []
+        for i in range(c.layers if layers else 0):
             p = f"l{i}."
-            layers.append(
+            dequantised.append(
                 LayerWeights(
                     qkv_w=np.concatenate([self._q4t(p + f"{m}.w", h, h) for m in "qkv"], axis=1),
                     qkv_b=np.concatenate([self._f32(p + f"{m}.b", h) for m in "qkv"]),
@@ -315,7 +316,7 @@ class ModelFile:
                     out_ln_b=self._f32(p + "oln.b", h),
                 )
             )
-        for layer in layers:
+        for layer in dequantised:
             for array in vars(layer).values():
                 array.flags.writeable = False
         weights = E5Weights(
@@ -325,7 +326,7 @@ class ModelFile:
             token_type=self._f32("emb.type", c.type_vocab, h),
             emb_ln_w=self._f32("emb.ln.w", h),
             emb_ln_b=self._f32("emb.ln.b", h),
-            layers=tuple(layers),
+            layers=tuple(dequantised),
         )
         for array in (weights.positions, weights.token_type, weights.emb_ln_w, weights.emb_ln_b):
             array.flags.writeable = False
