@@ -55,6 +55,16 @@ def _cut_to(response: SearchResponse, kept: int, max_chars: int) -> SearchRespon
     )
 
 
+def passage_cut_note(path: str, why: str, offset: int) -> str:
+    """The note on a passage cut short, by the per-fetch budget or to fit the response: one wording,
+    so a passage cut twice is noted once (``_passages_within`` replaces the earlier note)."""
+    return f"{_cut_prefix(path)}{why}; read on with get_document(path={path!r}, offset={offset})"
+
+
+def _cut_prefix(path: str) -> str:
+    return f"the passage from {path} was cut "
+
+
 def fit_fetch(
     response: FetchResponse, max_chars: int, measure: Callable[[FetchResponse], int] = _json_size
 ) -> FetchResponse:
@@ -89,11 +99,8 @@ def _passages_within(response: FetchResponse, keep: int, max_chars: int) -> Fetc
             continue
         text = p.text[:keep]
         keep = 0
-        earlier = f"the passage from {p.path} was cut at "
-        notes = [n for n in notes if not n.startswith(earlier)]
+        notes = [n for n in notes if not n.startswith(_cut_prefix(p.path))]
         passages.append(p.model_copy(update={"text": text, "end": p.start + len(text), "truncated": True}))
-        notes.append(
-            f"the passage from {p.path} was cut to keep the response under {counted(max_chars, 'character')}; "
-            f"read on with get_document(path={p.path!r}, offset={p.start + len(text)})"
-        )
+        why = f"to keep the response under {counted(max_chars, 'character')}"
+        notes.append(passage_cut_note(p.path, why, p.start + len(text)))
     return response.model_copy(update={"passages": passages, "truncated": True, "notes": notes})

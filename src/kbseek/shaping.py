@@ -16,7 +16,7 @@ from pathlib import Path
 from kbseek.config import Limits, Settings
 from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
-from kbseek.fitting import fit_search
+from kbseek.fitting import fit_search, passage_cut_note
 from kbseek.guard import LoadedDocument, literal_path, relative_path
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import (
@@ -352,10 +352,8 @@ def fetch_response(
         )  # fmt: skip
         if cut:
             truncated = True
-            notes.append(
-                f"the passage from {head.path} was cut at {counted(max_fetch_chars, 'character')} per fetch; "
-                f"read on with get_document(path={head.path!r}, offset={run.start + len(text)})"
-            )
+            why = f"at {counted(max_fetch_chars, 'character')} per fetch"
+            notes.append(passage_cut_note(head.path, why, run.start + len(text)))
     if missing:
         notes.append("some chunk ids are no longer valid; run search again to get current ids")
     return FetchResponse(passages=passages, missing=list(missing), truncated=truncated, notes=notes)

@@ -138,6 +138,8 @@ async def test_a_fetch_of_text_json_escapes_stays_within_the_cap_and_says_where_
     assert cut and sum(len(p["text"]) for p in data["passages"]) > CAP // 8  # cut, not emptied
     first = cut[0]
     assert f"get_document(path={first['path']!r}, offset={first['end']})" in " ".join(data["notes"])
+    for passage in cut:  # one note per cut passage, whether the budget, the fit or both cut it
+        assert sum(n.startswith(f"the passage from {passage['path']} was cut ") for n in data["notes"]) == 1
     text = core.read_document(first["path"], offset=first["start"], max_chars=len(first["text"])).text
     assert text == first["text"]  # the passage is the document's own text up to where it says to read on
     core.close()
