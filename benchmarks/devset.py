@@ -4,6 +4,7 @@
     python benchmarks/devset.py --legs                # also lexical-only and dense-only, same run
     python benchmarks/devset.py --only react-mixed --json
     python benchmarks/devset.py --legs --provider use+e5   # another embedding provider (own index)
+    python benchmarks/devset.py --flipped --legs      # the same questions over the pages in the other language
 
 The sets live in ``benchmarks/devsets/*.yml``. Each query belongs to one half,
 ``tune`` or ``heldout``, by a rule fixed before any number was looked at
@@ -27,7 +28,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,11 +86,58 @@ def _examples(dst: Path) -> None:
     _copy_tree(HERE.parent / "examples" / "kb", dst, lambda rel: rel.parts[0] != ".kbseek")
 
 
+def _react_flipped(dst: Path) -> None:
+    """``react-mixed`` with each tree in the other language: Japanese ``learn/``, English ``reference/``."""
+    docs = realdocs_dir()
+    _copy_tree(docs / "react-ja" / "learn", dst / "learn")
+    _copy_tree(docs / "react-en" / "reference", dst / "reference")
+
+
+def _tldr_flipped(dst: Path) -> None:
+    """``tldr-mixed`` with each page in the other language: a–l Japanese, m–z English."""
+    docs = realdocs_dir()
+    _copy_tree(docs / "tldr-ja", dst, _tldr_english)
+    _copy_tree(docs / "tldr-en", dst, lambda rel: not _tldr_english(rel))
+
+
 ASSEMBLE: dict[str, Callable[[Path], None]] = {
     "react-mixed": _react_mixed,
     "tldr-mixed": _tldr_mixed,
     "examples-kb": _examples,
+    "react-flipped": _react_flipped,
+    "tldr-flipped": _tldr_flipped,
 }
+
+FLIPPED = {"react-flipped": "react-mixed", "tldr-flipped": "tldr-mixed"}
+"""A second check that no constant was tuned on: the same questions over the same pages in the other
+language (the real documentation is parallel, page for page). A paraphrase becomes a cross-language
+question and a cross-language question a same-language one; the halves stay those of the source set,
+so a held-out question is held out here too. Run with ``--flipped``."""
+
+_FLIP_KIND = {
+    "paraphrase": "cross-lingual-en-ja",
+    "japanese": "cross-lingual-ja-en",
+    "cross-lingual-en-ja": "paraphrase",
+    "cross-lingual-ja-en": "japanese",
+}
+
+
+def questions(name: str) -> tuple[list[GoldenQuery], dict[str, str]]:
+    """A collection's queries and their halves. A flipped collection relabels its source's kinds and
+    drops the expected headings, which name sections in the source's language."""
+    source = FLIPPED.get(name, name)
+    queries = load_golden(SETS / f"{source}.yml")
+    halves = split_of(source, queries)
+    if name in FLIPPED:
+        queries = [
+            replace(
+                q,
+                kind=_FLIP_KIND.get(q.kind or "", q.kind),
+                expected=tuple(replace(e, heading=None) for e in q.expected),
+            )
+            for q in queries
+        ]
+    return queries, halves
 
 
 def assemble(name: str) -> Path:
@@ -191,8 +239,7 @@ def run(names: Sequence[str], variants: Sequence[str], provider: str) -> list[di
     rows: list[dict[str, Any]] = []
     embed = EmbedderSpec(provider=provider)
     for name in names:
-        queries = load_golden(SETS / f"{name}.yml")
-        halves = split_of(name, queries)
+        queries, halves = questions(name)
         root = assemble(name)
         # The default provider's index sits in the collection, any other one beside it.
         index_dir = None if provider == EmbedderSpec().provider else WORK / f"{name}.index-{provider}"
@@ -259,6 +306,9 @@ def main() -> None:
     parser.add_argument(
         "--only", action="append", choices=sorted(ASSEMBLE), help="One collection (repeatable)."
     )
+    parser.add_argument(
+        "--flipped", action="store_true", help="The flipped collections instead (see FLIPPED)."
+    )
     parser.add_argument("--legs", action="store_true", help="Also score lexical-only and dense-only.")
     parser.add_argument("--half", choices=HALVES, help="Print only this half.")
     parser.add_argument("--json", action="store_true", help="Print the rows as JSON.")
@@ -268,9 +318,10 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--write-split", action="store_true", help="Write devsets/split.yml and stop.")
     args = parser.parse_args()
-    names = args.only or sorted(ASSEMBLE)
+    originals = sorted(n for n in ASSEMBLE if n not in FLIPPED)
+    names = args.only or (sorted(FLIPPED) if args.flipped else originals)
     if args.write_split:
-        write_split(sorted(ASSEMBLE))
+        write_split(originals)
         return
     rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"], args.provider)
     if args.half:

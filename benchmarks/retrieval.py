@@ -101,6 +101,7 @@ def bench(
             max_terms=max_terms,
             max_hits_per_document=1,
             far_ahead=settings.far_ahead,
+            also_agreement=settings.also_agreement,
         )
         answered = legs.run(request, legs.dense_leg())
         hybrid = [doc_id(h.chunk.path) for h in answered.hits]

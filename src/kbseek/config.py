@@ -105,6 +105,10 @@ class Settings:
     far_ahead: float = 0.5
     """A second chunk of a document keeps its rank only at ``1 + far_ahead`` times the next new
     document's score; otherwise distinct documents come first (docs/decisions/0012). ``inf``: never."""
+    also_agreement: float = 0.3
+    """With alternative phrasings (``also``), a chunk scores its best phrasing's score plus this share
+    of the mean of the other phrasings' scores for it, so agreement between phrasings counts
+    (docs/decisions/0025). ``0``: the best phrasing alone."""
     freshness_interval_s: float = 1.0
     """Minimum time between two stat scans made before answering a call (T10), when no watcher runs."""
     reconcile_interval_s: float = 300.0
@@ -143,6 +147,10 @@ class Settings:
             raise ConfigError("[search].rrf_k must be positive")
         if not self.far_ahead >= 0:  # also refuses NaN
             raise ConfigError(f"[search].far_ahead must be 0 or more (inf: never), not {self.far_ahead}")
+        if not 0 <= self.also_agreement < math.inf:  # also refuses NaN
+            raise ConfigError(
+                f"[search].also_agreement must be a finite number, 0 or more, not {self.also_agreement}"
+            )
         if self.freshness_interval_s < 0:
             raise ConfigError("[index].freshness_interval must not be negative")
         if not 0 < self.reconcile_interval_s < math.inf:  # also refuses NaN
@@ -163,7 +171,7 @@ _TABLES: dict[str, set[str]] = {
     "chunking": {f.name for f in fields(ChunkOptions)},
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
-    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead"},
+    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement"},
     "index": {"freshness_interval", "reconcile_interval", "approximate_above"},
 }
 
@@ -290,8 +298,9 @@ def build_settings(
             kwargs[name] = _typed("[search].", name, search[name], float)
     if "rrf_k" in search:
         kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
-    if "far_ahead" in search:
-        kwargs["far_ahead"] = _typed("[search].", "far_ahead", search["far_ahead"], float)
+    for name in ("far_ahead", "also_agreement"):
+        if name in search:
+            kwargs[name] = _typed("[search].", name, search[name], float)
     if "freshness_interval" in fv.get("index", {}):
         kwargs["freshness_interval_s"] = _typed(
             "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
@@ -328,6 +337,6 @@ class SettingsSource:
 
 
 RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
-              "dense_weight_matched", "rrf_k", "far_ahead", "freshness_interval_s",
+              "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement", "freshness_interval_s",
               "reconcile_interval_s")  # fmt: skip
 """Settings a running server applies when its config file changes; the others need a restart."""

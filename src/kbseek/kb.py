@@ -233,8 +233,8 @@ class KnowledgeBase:
 
         An omitted ``limit``/``snippet_chars`` takes the configured default *now*; values past the
         caps are clamped and said in ``notes``. ``explain`` adds each leg's rank and score per hit.
-        ``also``: up to ``[limits].max_also`` other phrasings of the same question (in the other
-        language, as keywords, as a one-sentence answer); each chunk ranks by its best phrasing.
+        ``also``: up to ``[limits].max_also`` other phrasings of the question (the other language,
+        keywords, a one-sentence answer); a chunk ranks by its best one, higher if the others agree.
         """
         self._semantic.ensure_loaded()
         self._runner.refresh()

@@ -129,6 +129,7 @@ def _explain(e: Explanation) -> str:
     lexical = f"lexical #{e.lexical_rank} (bm25 {e.lexical_score:.3f})" if e.lexical_rank else "lexical -"
     dense = f"semantic #{e.dense_rank} (cosine {e.dense_similarity:.3f})" if e.dense_rank else "semantic -"
     via = f" · via also #{e.phrasing}" if e.phrasing else ""
+    via += f" (+{e.agreement:.4f} from the other phrasings)" if e.agreement else ""
     return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 

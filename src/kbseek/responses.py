@@ -41,6 +41,10 @@ class Explanation(BaseModel):
         description="Which phrasing gave this hit its score, and so its ranks: 0 the query, 1 the first "
         "of also, and so on.",
     )
+    agreement: float = Field(
+        default=0.0,
+        description="The part of fused_score the other phrasings added because they found this hit too.",
+    )
 
 
 class SearchHit(BaseModel):

@@ -80,7 +80,8 @@ class Retrieval:
         limits = active.settings.limits
         if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
             args = replace(args, path_prefix=args.literal_prefix)  # a folder named with a blank or a "\\"
-        request = args.request(limits, active.settings.far_ahead)
+        settings = active.settings
+        request = args.request(limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement)
         semantic, semantic_error = self._semantic.state(), self._semantic.error
         try:
             result = self.run(request, self._semantic.dense_leg(active.settings))

@@ -161,3 +161,28 @@ def test_an_embedder_without_a_batch_call_embeds_each_phrasing_alone() -> None:
     assert vectors.shape == (2, 16) and inner.query_calls == 2
     assert np.allclose(vectors[1], inner.vector("猫"))
     assert embed_queries(OneAtATime(), []).shape == (0, 16)
+
+
+def test_a_hit_the_other_phrasings_find_too_ranks_higher_and_explain_says_by_how_much(
+    kb_root: Path,
+) -> None:
+    phrasings = dict(also=["rollback steps load balancer", "load balancer rollback"], explain=True)
+    agreeing = semantic_core(kb_root)
+    alone = semantic_core(kb_root, also_agreement=0.0)
+    try:
+        lifted, best_only = agreeing.search("rollback", **phrasings), alone.search("rollback", **phrasings)
+        top = lifted.hits[0]
+        assert top.explain is not None and top.explain.agreement > 0
+        assert top.score == pytest.approx(top.explain.fused_score)
+        same = next(h for h in best_only.hits if h.chunk_id == top.chunk_id)
+        assert same.explain is not None and same.explain.agreement == 0.0
+        assert top.score == pytest.approx(same.score + top.explain.agreement, abs=1e-5)
+    finally:
+        agreeing.close()
+        alone.close()
+
+
+@pytest.mark.parametrize("value", [-0.1, float("nan"), float("inf")])
+def test_also_agreement_must_be_a_finite_share(kb_root: Path, value: float) -> None:
+    with pytest.raises(ConfigError, match=r"\[search\]\.also_agreement must be a finite number"):
+        Settings(root=kb_root, also_agreement=value)

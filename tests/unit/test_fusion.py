@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbseek.search import fusion
 from kbseek.search.dense import DenseIndex
@@ -146,3 +148,52 @@ def test_dense_similarities_are_put_on_one_scale_from_the_models_floor() -> None
     scaled = _on_one_scale(hits, 0.8)
     assert [r for r, _ in scaled] == [1, 2, 3]
     assert scaled[0][1] == pytest.approx(0.5) and scaled[1][1] == pytest.approx(0.0) and scaled[2][1] < 0
+
+
+def _phrasings(*rankings: list[tuple[int, float]]) -> list[list[fusion.Fused]]:
+    return [[fusion.Fused(rowid, score) for rowid, score in ranked] for ranked in rankings]
+
+
+def test_without_agreement_each_chunk_keeps_its_best_phrasings_score() -> None:
+    ranked = fusion.best_of(_phrasings([(1, 0.8), (2, 0.78)], [(2, 0.7), (3, 0.9)]), agreement=0.0)
+    assert [(f.rowid, f.score, f.phrasing) for f in ranked] == [(3, 0.9, 1), (1, 0.8, 0), (2, 0.78, 0)]
+    assert all(f.agreement == 0.0 for f in ranked)
+
+
+def test_agreement_lifts_the_chunk_the_phrasings_agree_on_over_a_near_tie() -> None:
+    # docs/decisions/0025: the query's keyword match (1) edged out the chunk every phrasing found (2)
+    rankings = _phrasings([(1, 0.80), (2, 0.78)], [(2, 0.70)], [(2, 0.60), (1, 0.1)])
+    ranked = fusion.best_of(rankings, agreement=0.3)
+    assert [f.rowid for f in ranked] == [2, 1]
+    assert ranked[0].agreement == pytest.approx(0.3 * (0.70 + 0.60) / 2)
+    assert ranked[0].score == pytest.approx(0.78 + ranked[0].agreement)
+    assert ranked[0].phrasing == 0  # the ranks explain shows are still those of its best phrasing
+
+
+def test_a_chunk_only_one_phrasing_finds_is_not_outvoted_by_half_matches() -> None:
+    # the cross-language answer only the alternative in the other language reaches (decision 0011)
+    rankings = _phrasings([(1, 0.5)], [(1, 0.5), (2, 0.95)], [(1, 0.5)])
+    ranked = fusion.best_of(rankings, agreement=0.3)
+    assert ranked[0].rowid == 2 and ranked[0].agreement == 0.0 and ranked[0].phrasing == 1
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.integers(0, 8), st.floats(0.0, 1.0, allow_nan=False), max_size=6),
+        min_size=2,
+        max_size=4,
+    ),
+    st.floats(0.0, 2.0, allow_nan=False),
+)
+def test_best_of_scores_are_the_best_plus_a_share_of_the_others_mean(
+    rankings: list[dict[int, float]], agreement: float
+) -> None:
+    ranked = fusion.best_of(_phrasings(*[list(r.items()) for r in rankings]), agreement=agreement)
+    assert sorted(f.rowid for f in ranked) == sorted({r for ranking in rankings for r in ranking})
+    for f in ranked:
+        scores = [ranking.get(f.rowid, 0.0) for ranking in rankings]
+        best = max(scores)
+        others = (sum(scores) - best) / (len(rankings) - 1)
+        assert f.score == pytest.approx(best + agreement * others)
+        assert rankings[f.phrasing].get(f.rowid) == best
+    assert [f.score for f in ranked] == sorted((f.score for f in ranked), reverse=True)

@@ -25,6 +25,8 @@ class Fused:
     phrasing: int = 0
     """Which phrasing of the search gave this score: 0 the query, 1.. its alternatives (``also``);
     the ranks and scores above are that phrasing's."""
+    agreement: float = 0.0
+    """The part of ``score`` the other phrasings added, because they found this chunk too (:func:`best_of`)."""
 
 
 def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]]) -> dict[int, Fused]:
@@ -92,21 +94,32 @@ def adaptive_weight(unmatched: float, matched: float, top_coverage: float) -> fl
     return unmatched - (unmatched - matched) * c
 
 
-def best_of(rankings: Sequence[Sequence[Fused]]) -> list[Fused]:
-    """One ranking from several phrasings of a search: each chunk at its best score over them.
+def best_of(rankings: Sequence[Sequence[Fused]], *, agreement: float) -> list[Fused]:
+    """One ranking from several phrasings of a search: each chunk at its best score over them, plus
+    ``agreement`` times the mean of the other phrasings' scores for it (0 where one missed it).
 
     The rankings must be on one scale (blend: lexical normalised per phrasing and dense cosine on
-    the model's scale; RRF: rank votes), so a chunk one phrasing finds well is not outvoted by
-    phrasings that miss it (docs/decisions/0011). A tie keeps the earlier phrasing, the query first.
-    Each kept entry records its phrasing, so ``explain`` shows the ranks that gave the score.
+    the model's scale; RRF: rank votes). The best score leads, so a chunk only one phrasing can find
+    (the answer in the other language) is not outvoted by chunks every phrasing half-matches
+    (docs/decisions/0011); the agreement term breaks the near-ties that remain in favour of the chunk
+    the phrasings agree on, where the best score alone let one phrasing's strong keyword match in the
+    query's language win (docs/decisions/0025). A tie keeps the earlier phrasing, the query first.
+    Each kept entry records its phrasing, so ``explain`` shows the ranks that gave the score, and the
+    part the others added.
     """
     best: dict[int, Fused] = {}
+    total: dict[int, float] = {}
     for i, ranked in enumerate(rankings):
         for f in ranked:
+            total[f.rowid] = total.get(f.rowid, 0.0) + f.score
             held = best.get(f.rowid)
             if held is None or f.score > held.score:
                 f.phrasing = i
                 best[f.rowid] = f
+    others = max(len(rankings) - 1, 1)
+    for rowid, f in best.items():
+        f.agreement = agreement * (total[rowid] - f.score) / others
+        f.score += f.agreement
     return sorted(best.values(), key=lambda f: (-f.score, f.rowid))
 
 

@@ -44,6 +44,8 @@ class SearchRequest:
     """``[limits].max_hits_per_document``."""
     far_ahead: float
     """``[search].far_ahead``: when a second chunk of a document may keep its rank (``search.diversity``)."""
+    also_agreement: float
+    """``[search].also_agreement``: how much the other phrasings' scores add to a chunk's best (``fusion.best_of``)."""
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
@@ -146,7 +148,11 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
-    ranked = per[0].ranked if len(per) == 1 else fusion.best_of([p.ranked for p in per])
+    ranked = (
+        per[0].ranked
+        if len(per) == 1
+        else fusion.best_of([p.ranked for p in per], agreement=request.also_agreement)
+    )
 
     rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
     chosen, more = distinct_first(

@@ -204,7 +204,8 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             list[str] | None,
             Field(
                 description="Up to 3 other phrasings of the same question, searched with it; each hit ranks "
-                "by its best phrasing. Add one when the query alone may miss: the question in the knowledge "
+                "by its best phrasing, a little higher when the others find it too. Add one when the query "
+                "alone may miss: the question in the knowledge "
                 "base's other language (English/Japanese), a keyword form of an identifier-like question, "
                 "or a one-sentence hypothetical answer to a vague question."
             ),
