@@ -43,6 +43,9 @@ async def test_the_server_advertises_five_read_only_tools_with_output_schemas(co
     assert search.input_schema["required"] == ["query"]
     assert {"limit", "path_prefix", "tags", "snippet_chars"} <= set(search.input_schema["properties"])
     assert "fetch" in (instructions or "")
+    # the agent is told to send the other language's phrasing: the largest measured gain (decision 0011)
+    assert "`also` with the same question in the other language" in (instructions or "")
+    assert "also" in search.input_schema["properties"]
 
 
 async def test_search_returns_structured_hits_and_a_readable_text_block(core: KnowledgeBase) -> None:

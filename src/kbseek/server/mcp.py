@@ -37,7 +37,10 @@ log = logging.getLogger(__name__)
 INSTRUCTIONS = """\
 kbseek searches the user's Markdown knowledge base (notes, runbooks, design records; English and Japanese).
 Workflow: 1) `search` with a short natural-language question or keywords, in either language — results are
-snippets for triage, not the full text. 2) `fetch` the chunk_ids of the most promising hits (context=1 adds
+snippets for triage, not the full text. Pass `also` with the same question in the other language (English or
+Japanese) and, for a vague question, a keyword form or a one-sentence guess at the answer: a page written only
+in the other language is often missed without it (measured: the right page first for about 6 questions in 10
+without `also`, 9 in 10 with it). 2) `fetch` the chunk_ids of the most promising hits (context=1 adds
 the neighbouring chunks) to read whole passages. 3) Answer from what you fetched and cite the `path` (and
 heading) of each source. Use `get_document` for a whole file, `list_topics` to see what the knowledge base
 covers, `index_status` when results look incomplete. If a response says `truncated` or has `notes`, you did
