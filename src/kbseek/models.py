@@ -13,6 +13,15 @@ HEADING_SEPARATOR = " › "
 
 
 @dataclass(frozen=True)
+class SectionStart:
+    """Where a section merged into a chunk begins, so a hit inside it can name its own heading."""
+
+    offset: int
+    """Characters from the start of the chunk's text to the section's heading."""
+    heading_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Chunk:
     """One retrievable passage of a document.
 
@@ -32,6 +41,9 @@ class Chunk:
     content_hash: str
     line_start: int
     line_end: int
+    sections: tuple[SectionStart, ...] = ()
+    """Sections that begin inside the chunk after its start (small sections merged into one chunk),
+    in order; ``heading_path`` is the first section's."""
 
     @property
     def heading(self) -> str:

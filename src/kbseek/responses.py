@@ -52,7 +52,8 @@ class SearchHit(BaseModel):
     path: str = Field(description="Document path relative to the knowledge-base root; cite it.")
     title: str
     heading_path: list[str] = Field(
-        description="Document title, then the section headings down to this chunk."
+        description="Document title, then the section headings down to the section the snippet shows; "
+        "cite it with the path."
     )
     score: float = Field(description="Higher is better; comparable only within one response.")
     snippet: str = Field(

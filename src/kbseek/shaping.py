@@ -221,7 +221,7 @@ def search_response(
 def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
     c, f = h.chunk, h.fused
     return SearchHit(
-        chunk_id=c.chunk_id, path=c.path, title=c.title, heading_path=list(c.heading_path),
+        chunk_id=c.chunk_id, path=c.path, title=c.title, heading_path=list(h.heading_path),
         score=round(f.score, 6), snippet=h.snippet.text, highlights=[list(span) for span in h.snippet.highlights],
         start=c.start, end=c.end, line_start=c.line_start, line_end=c.line_end, tags=list(c.tags),
         uri=document_uri(c.path) if c.path in servable else None,

@@ -21,7 +21,7 @@ from kbseek.ingest.chunker import (
     content_hash_for,
     table_context,
 )
-from kbseek.models import Chunk
+from kbseek.models import Chunk, SectionStart
 
 SMALL = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=30, min_chars=20)
 NO_MERGE = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=0, min_chars=0)
@@ -463,6 +463,24 @@ def test_a_tiny_section_does_not_merge_upward_into_a_shallower_following_section
     assert any(c.text.endswith("### Tiny\n\nx") for c in chunks)
 
 
+def test_a_chunk_records_where_each_section_merged_into_it_begins() -> None:
+    doc = Doc().heading(2, "A").add("short").heading(2, "B").add("also short").heading(3, "C")
+    doc.add(words(20))
+    chunks = doc.chunks(ChunkOptions(target_chars=400, max_chars=600, overlap_chars=0, min_chars=50))
+    assert len(chunks) == 1 and chunks[0].heading_path == ("Doc", "A")
+    text = chunks[0].text
+    assert chunks[0].sections == (
+        SectionStart(text.index("## B"), ("Doc", "B")),
+        SectionStart(text.index("### C"), ("Doc", "B", "C")),
+    )
+
+
+def test_a_chunk_within_one_section_records_no_sections() -> None:
+    doc = Doc().heading(2, "A").add(words(60))
+    chunks = doc.chunks(ChunkOptions(target_chars=100, max_chars=160, overlap_chars=30, min_chars=20))
+    assert len(chunks) > 1 and all(c.sections == () for c in chunks)
+
+
 def test_min_chars_zero_never_merges() -> None:
     doc = Doc().heading(2, "A").heading(2, "B").heading(2, "C")
     assert len(doc.chunks(NO_MERGE)) == 3
@@ -550,6 +568,9 @@ def test_any_blocks_and_options_give_chunks_that_slice_order_and_cover_the_body(
     assert_invariants(text, chunks, body_start)
     for chunk in chunks:
         assert len(chunk.text) <= options.max_chars, "no chunk exceeds max_chars, code and tables included"
+        offsets = [s.offset for s in chunk.sections]
+        assert offsets == sorted(set(offsets)) and all(0 < o < len(chunk.text) for o in offsets)
+        assert all(not chunk.text[s.offset].isspace() and s.heading_path[0] == "P" for s in chunk.sections)
     assert chunks == build_chunks("p.md", text, blocks, title="P", options=options, body_start=body_start)
 
 

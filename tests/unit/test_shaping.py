@@ -50,7 +50,10 @@ def chunk(n: int, text: str = "a chunk about rollbacks", path: str = "runbooks/d
 
 def ranked(n: int, snippet: str = "a chunk about rollbacks") -> RankedHit:
     return RankedHit(
-        chunk(n), Snippet(snippet, 0, len(snippet), ((2, 7),), 1), Fused(n, 1.0 / n, lexical_rank=n)
+        chunk(n),
+        Snippet(snippet, 0, len(snippet), ((2, 7),), 1),
+        Fused(n, 1.0 / n, lexical_rank=n),
+        ("Deploy",),
     )
 
 
@@ -83,7 +86,7 @@ def test_a_clamped_argument_is_said_in_the_notes_and_an_omitted_one_takes_the_de
 
 def test_a_search_response_has_one_code_per_note_and_uris_only_for_servable_paths() -> None:
     args = search_args(LIMITS, "rollback", limit=500)
-    other = RankedHit(chunk(2, path="notes/big.pdf"), Snippet("x", 0, 1, (), 0), Fused(2, 0.5))
+    other = RankedHit(chunk(2, path="notes/big.pdf"), Snippet("x", 0, 1, (), 0), Fused(2, 0.5), ("Deploy",))
     r = search_response(
         args, result([ranked(1), other], more=True), limits=LIMITS, servable={"runbooks/deploy.md"},
         semantic=SemanticState.LOADING, semantic_error=None, summary=INDEXED, extensions={".md"},

@@ -84,7 +84,7 @@ def test_without_a_match_the_head_of_the_text_is_returned() -> None:
 
 def test_short_text_is_returned_whole_with_whitespace_collapsed() -> None:
     snippet = make_snippet("  Ginger\n\n  and\tlemon  ", ["lemon"], 80)
-    assert snippet == Snippet("Ginger and lemon", 2, 21, ((11, 16),), 1)
+    assert snippet == Snippet("Ginger and lemon", 2, 21, ((11, 16),), 1, focus=16)
 
 
 def test_offsets_locate_the_window_in_the_original_text() -> None:
@@ -219,3 +219,13 @@ def test_markdown_snippets_point_at_the_source_and_mark_only_query_terms(
     if max_chars >= 40:  # room for whole words: a tiny window clips its marks
         for a, b in snippet.highlights:
             assert set(terms(snippet.text[a:b])) & wanted
+
+
+def test_the_focus_is_where_the_best_group_of_matches_begins_in_the_original_text() -> None:
+    text = "## Intro\n\nNothing here.\n\n## Caveats\n\nA **zanzibar** error is thrown, zanzibar again."
+    snippet = make_snippet(text, ["zanzibar error"], 300, markup=True)
+    assert snippet.focus is not None and text[snippet.focus :].lstrip("*").startswith("zanzibar** error")
+    assert make_snippet(text, ["absent"], 300, markup=True).focus is None
+    long = "filler words here. " * 40 + "the zanzibar error at last"
+    cut = make_snippet(long, ["zanzibar"], 80)
+    assert cut.focus == long.index("zanzibar") and cut.start <= cut.focus < cut.end

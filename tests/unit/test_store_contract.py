@@ -12,6 +12,7 @@ import ast
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kbseek.store
-from kbseek.models import Chunk
+from kbseek.models import Chunk, SectionStart
 from kbseek.store.base import (
     ChunkInput,
     Counts,
@@ -616,3 +617,16 @@ def test_the_store_imports_no_text_processing() -> None:
             )  # fmt: skip
             found += [f"{path.name}: {n}" for n in names if n.startswith(forbidden)]
     assert found == []
+
+
+def test_sections_merged_into_a_chunk_read_back_in_order_and_go_with_their_document(store: Store) -> None:
+    merged = chunk("notes/a.md", 0, "## A\n\nshort\n\n## B\n\nmore\n\n### C\n\nend", heading=("T", "A"))
+    starts = (SectionStart(13, ("T", "B")), SectionStart(27, ("T", "B", "C")))
+    merged = ChunkInput(replace(merged.chunk, sections=starts), merged.lexical_heading, merged.lexical_body)
+    (doc_id,) = write(store, document("notes/a.md", merged, chunk("notes/a.md", 1, "alone")))
+    one, two = rowids_of(store, merged.chunk.chunk_id, chunk("notes/a.md", 1, "alone").chunk.chunk_id)
+    assert store.section_starts([one, two, 999_999]) == {one: starts}
+    assert store.section_starts([]) == {}
+    with store.transaction() as tx:
+        tx.delete_document(doc_id)
+    assert store.section_starts([one]) == {}

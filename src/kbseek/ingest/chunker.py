@@ -17,7 +17,9 @@ The rules, in order:
 3. A section shorter than ``min_chars`` is merged into the following section
    if that one is of the same or a deeper level, otherwise into the previous
    one if that is of the same or a shallower level; the merged chunk keeps
-   the heading path of whatever comes first in it.
+   the heading path of whatever comes first in it, and records where each
+   later section begins (``Chunk.sections``), so a hit inside one can name
+   its heading (docs/decisions/0026).
 4. A section that is too long is split on block boundaries near
    ``target_chars``, never above ``max_chars``; a longer block is split on
    lines, then sentences, then characters. A code block or table is kept
@@ -36,14 +38,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import pairwise
+from typing import NamedTuple
 
-from kbseek.models import HEADING_SEPARATOR, Chunk
+from kbseek.ingest.splitting import hard_cut, split_lines, trim
+from kbseek.models import HEADING_SEPARATOR, Chunk, SectionStart
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,10 @@ class LineIndex:
         """Line starts strictly between ``start`` and ``end``."""
         return self._starts[bisect_right(self._starts, start) : bisect_left(self._starts, end)]
 
+    def bounds(self, start: int, end: int) -> list[int]:
+        """``start``, the line starts inside the span, ``end``: the pieces a span splits into by line."""
+        return [start, *self.starts_inside(start, end), end]
+
 
 def chunk_id_for(path: str, text: str, occurrence: int) -> str:
     """The id of the ``occurrence``-th (0-based) chunk with exactly ``text`` in document ``path``.
@@ -196,7 +203,7 @@ def build_chunks(
     if not clean:
         return ()
     groups = _merge_small(_sections(clean, title), options.min_chars)
-    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    spans: list[_Span] = []
     for group in groups:
         spans.extend(_pack(text, lines, _units(text, lines, group, options), options))
     return _to_chunks(path, text, lines, spans)
@@ -205,28 +212,20 @@ def build_chunks(
 # ---------------------------------------------------------------- blocks
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
 def _normalise(text: str, blocks: Sequence[Block], body_start: int) -> list[Block]:
     """Trimmed, ordered, non-overlapping blocks that together cover all visible body text."""
     body_start = max(0, min(body_start, len(text)))
     trimmed: list[Block] = []
     for block in sorted(blocks, key=lambda b: (b.start, b.end)):
-        start, end = _trim(text, max(block.start, body_start), min(block.end, len(text)))
+        start, end = trim(text, max(block.start, body_start), min(block.end, len(text)))
         if trimmed and start < trimmed[-1].end:
-            start, end = _trim(text, trimmed[-1].end, end)
+            start, end = trim(text, trimmed[-1].end, end)
         if start >= end:
             continue
         keep = tuple(
             span
             for ks, ke in block.keep_together
-            if (span := _trim(text, max(ks, start), min(ke, end)))[0] < span[1]
+            if (span := trim(text, max(ks, start), min(ke, end)))[0] < span[1]
         )
         trimmed.append(replace(block, start=start, end=end, keep_together=keep))
 
@@ -234,7 +233,7 @@ def _normalise(text: str, blocks: Sequence[Block], body_start: int) -> list[Bloc
     position = body_start
     for following in [*trimmed, None]:
         gap_end = len(text) if following is None else following.start
-        start, end = _trim(text, position, gap_end)
+        start, end = trim(text, position, gap_end)
         if start < end:
             filled.append(Block(start, end, BlockKind.PARAGRAPH))
         if following is not None:
@@ -328,15 +327,14 @@ class _Unit:
     context: int = 0
     """Characters of context the unit adds to its path (a split table's header row): a chunk that
     begins with this unit has that much less room for text."""
-
-
-_SENTENCE_END = re.compile(r"[。！？]+[」』）)]*|[.!?]+[\"')\]]*(?=\s)")
-_SOFT_BREAK = frozenset("、，,;；：:")
+    opens: bool = False
+    """The first unit of its section: where a chunk holding it after its own start changes section."""
 
 
 def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOptions) -> list[_Unit]:
     units: list[_Unit] = []
     for section in group:
+        first = len(units)
         for block in section.blocks:
             heading = block.kind is BlockKind.HEADING
             whole = block.kind in INDIVISIBLE
@@ -346,11 +344,19 @@ def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOpt
             elif block.kind is BlockKind.TABLE:
                 units.extend(_table_units(text, lines, block, section.path, options))
             elif block.kind is BlockKind.FENCE:
-                for start, end in _split_lines(text, lines, block.start, block.end, options, code=True):
+                for start, end in split_lines(
+                    text,
+                    lines.bounds(block.start, block.end),
+                    options.max_chars,
+                    options.target_chars,
+                    code=True,
+                ):
                     units.append(_Unit(start, end, section.path, False, heading))
             else:
                 for start, end in _split_block(text, lines, block, options):
                     units.append(_Unit(start, end, section.path, False, heading))
+        if first < len(units):
+            units[first] = replace(units[first], opens=True)
     return units
 
 
@@ -363,13 +369,17 @@ def _split_block(
         if keep_end <= position:
             continue
         keep_start = max(position, keep_start)
-        yield from _split_lines(text, lines, position, keep_start, options)
+        yield from split_lines(
+            text, lines.bounds(position, keep_start), options.max_chars, options.target_chars
+        )
         if keep_end - keep_start <= options.max_chars:
             yield keep_start, keep_end
         else:
-            yield from _split_lines(text, lines, keep_start, keep_end, options, code=True)
+            yield from split_lines(
+                text, lines.bounds(keep_start, keep_end), options.max_chars, options.target_chars, code=True
+            )
         position = keep_end
-    yield from _split_lines(text, lines, position, block.end, options)
+    yield from split_lines(text, lines.bounds(position, block.end), options.max_chars, options.target_chars)
 
 
 def _table_units(
@@ -379,17 +389,17 @@ def _table_units(
     line (the delimiter row, the body rows) takes the header as one more entry, and is cut to fit it.
     """
     bounds = [block.start, *lines.starts_inside(block.start, block.end), block.end]
-    header_start, header_end = _trim(text, bounds[0], bounds[1])
+    header_start, header_end = trim(text, bounds[0], bounds[1])
     context = table_context(text[header_start:header_end], options.max_chars // 2)
     row_path = (*path, context) if context else path
     room = options.max_chars - len(context)
     for index, (line_start, line_end) in enumerate(pairwise(bounds)):
-        a, b = _trim(text, line_start, line_end)
+        a, b = trim(text, line_start, line_end)
         if a >= b:
             continue
         head = index == 0
         fits = options.max_chars if head else room
-        pieces = [(a, b)] if b - a <= fits else _hard_cut(text, a, b, min(options.target_chars, fits))
+        pieces = [(a, b)] if b - a <= fits else hard_cut(text, a, b, min(options.target_chars, fits))
         for start, end in pieces:
             if head:
                 yield _Unit(start, end, path, False, False)
@@ -412,96 +422,19 @@ def table_context(header: str, limit: int) -> str:
     return row[: cut if cut > 0 else limit - 1].rstrip() + "…"
 
 
-def _split_lines(
-    text: str, lines: LineIndex, start: int, end: int, options: ChunkOptions, *, code: bool = False
-) -> Iterator[tuple[int, int]]:
-    """Lines of an over-long span; a line over ``max_chars`` is cut at sentence ends, or on characters in code."""
-    bounds = [start, *lines.starts_inside(start, end), end]
-    for line_start, line_end in pairwise(bounds):
-        a, b = _trim(text, line_start, line_end)
-        if a >= b:
-            continue
-        if b - a <= options.max_chars:
-            yield a, b
-        elif code:
-            yield from _hard_cut(text, a, b, options.target_chars)
-        else:
-            yield from _split_sentences(text, a, b, options)
-
-
-def _split_sentences(text: str, start: int, end: int, options: ChunkOptions) -> Iterator[tuple[int, int]]:
-    """Cut one over-long line at sentence ends (a Japanese paragraph is often one line)."""
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end)]
-    bounds = [start, *cuts, end]
-    for piece_start, piece_end in pairwise(bounds):
-        a, b = _trim(text, piece_start, piece_end)
-        if a >= b:
-            continue
-        if b - a <= options.max_chars:
-            yield a, b
-        else:
-            yield from _hard_cut(text, a, b, options.target_chars)
-
-
-def _hard_cut(text: str, start: int, end: int, size: int) -> Iterator[tuple[int, int]]:
-    """Last resort: pieces of at most ``size`` characters, cut after a space or comma if one is near.
-
-    Without one (Japanese, a minified line), the cut is moved back off any
-    point that would split what renders as one character.
-    """
-    while end - start > size:
-        limit = start + size
-        cut = limit
-        for i in range(limit - 1, start + size // 2 - 1, -1):
-            if text[i].isspace() or text[i] in _SOFT_BREAK:
-                cut = i + 1
-                break
-        else:
-            cut = _cluster_boundary(text, start, limit)
-        piece = _trim(text, start, cut)
-        if piece[0] < piece[1]:
-            yield piece
-        start = _trim(text, cut, end)[0]
-    if start < end:
-        yield start, end
-
-
-_JOINERS = frozenset("\u200c\u200d\u034f\u180b\u180c\u180d\u180e")
-_MAX_CLUSTER = 32
-
-
-def _joined(text: str, i: int) -> bool:
-    """Whether ``text[i - 1]`` and ``text[i]`` belong to one user-perceived character."""
-    a, b = text[i - 1], text[i]
-    return (
-        ("\ud800" <= a <= "\udbff" and "\udc00" <= b <= "\udfff")  # a surrogate pair (surrogatepass)
-        or (a == "\r" and b == "\n")
-        or a in _JOINERS
-        or b in _JOINERS
-        or "\ufe00" <= b <= "\ufe0f"  # variation selectors
-        or "\U000e0020" <= b <= "\U000e01ef"  # tag characters (flags), more variation selectors
-        or "\U0001f3fb" <= b <= "\U0001f3ff"  # emoji skin tones
-        or ("\U0001f1e6" <= a <= "\U0001f1ff" and "\U0001f1e6" <= b <= "\U0001f1ff")  # flag pairs
-        or unicodedata.category(b) in ("Mn", "Mc", "Me")  # combining marks
-    )
-
-
-def _cluster_boundary(text: str, start: int, cut: int) -> int:
-    """``cut``, or the nearest point before it that does not split a character sequence."""
-    i = cut
-    while i > start + 1 and cut - i < _MAX_CLUSTER and _joined(text, i):
-        i -= 1
-    return cut if _joined(text, i) else i
-
-
 # ---------------------------------------------------------------- packing
 
 
-def _pack(
-    text: str, lines: LineIndex, units: list[_Unit], options: ChunkOptions
-) -> list[tuple[int, int, tuple[str, ...]]]:
+class _Span(NamedTuple):
+    start: int
+    end: int
+    path: tuple[str, ...]
+    sections: tuple[SectionStart, ...]
+
+
+def _pack(text: str, lines: LineIndex, units: list[_Unit], options: ChunkOptions) -> list[_Span]:
     """Greedily pack a section group's units into chunks near the target size."""
-    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    spans: list[_Span] = []
     first, start = 0, units[0].start
     while True:
         limit = options.max_chars - units[first].context
@@ -519,7 +452,8 @@ def _pack(
             last = len(units) - 1  # rather one fuller chunk than a scrap at the end
         while last > first and last + 1 < len(units) and units[last].heading:
             last -= 1  # a heading belongs with what follows it, not at the end of a chunk
-        spans.append((start, units[last].end, units[first].path))
+        inner = tuple(SectionStart(u.start - start, u.path) for u in units[first + 1 : last + 1] if u.opens)
+        spans.append(_Span(start, units[last].end, units[first].path, inner))
         if last + 1 >= len(units):
             return spans
         overlap = _overlap_start(text, lines, units, first, last, start, options)
@@ -558,7 +492,7 @@ def _overlap_start(
             inside = lines.starts_inside(unit.start, unit.end)
             candidates += [p for p in inside if not any(a < p < b for a, b in unit.keep)]
         for candidate in candidates:
-            position = _trim(text, candidate, end)[0]
+            position = trim(text, candidate, end)[0]
             if earliest <= position < end and (
                 best is None or abs(end - position - want) < abs(end - best - want)
             ):
@@ -569,12 +503,10 @@ def _overlap_start(
 # ----------------------------------------------------------------- chunks
 
 
-def _to_chunks(
-    path: str, text: str, lines: LineIndex, spans: list[tuple[int, int, tuple[str, ...]]]
-) -> tuple[Chunk, ...]:
+def _to_chunks(path: str, text: str, lines: LineIndex, spans: list[_Span]) -> tuple[Chunk, ...]:
     seen: dict[str, int] = {}
     chunks: list[Chunk] = []
-    for ordinal, (start, end, heading_path) in enumerate(spans):
+    for ordinal, (start, end, heading_path, sections) in enumerate(spans):
         body = text[start:end]
         occurrence = seen.get(body, 0)
         seen[body] = occurrence + 1
@@ -589,6 +521,7 @@ def _to_chunks(
                 content_hash=content_hash_for(heading_path, body),
                 line_start=lines.line_of(start),
                 line_end=lines.line_of(end - 1),
+                sections=sections,
             )
         )
     return tuple(chunks)

@@ -12,6 +12,7 @@ import numpy as np
 
 from kbseek.embed.base import VectorPart
 from kbseek.ingest.parsers import has_markup
+from kbseek.models import SectionStart
 from kbseek.search import fusion
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import VectorIndex
@@ -64,6 +65,8 @@ class RankedHit:
     chunk: ChunkRow
     snippet: Snippet
     fused: fusion.Fused
+    heading_path: tuple[str, ...]
+    """The heading path where the snippet is: the chunk's own, or that of a section merged into it."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +163,12 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         far_ahead=request.far_ahead,
     )  # fmt: skip
     shown = tuple(p for p in phrasings if p.strip())
-    hits = [
-        RankedHit(rows[f.rowid], _snippet(rows[f.rowid], shown, request.snippet_chars), f) for f in chosen
-    ]
+    sections = store.section_starts([f.rowid for f in chosen])
+    hits = []
+    for f in chosen:
+        snippet = _snippet(rows[f.rowid], shown, request.snippet_chars)
+        heading = heading_at(rows[f.rowid].heading_path, sections.get(f.rowid, ()), snippet)
+        hits.append(RankedHit(rows[f.rowid], snippet, f, heading))
     # Low only if every phrasing is: one phrasing that finds its answer well is enough to answer from.
     low = not hits or all(_low_confidence(store, p, rows) for p in per)
     absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
@@ -270,6 +276,25 @@ def _on_one_scale(hits: list[tuple[int, float]], floor: float) -> list[tuple[int
     if floor == 0.0:
         return hits
     return [(rowid, (sim - floor) / (1.0 - floor)) for rowid, sim in hits]
+
+
+def heading_at(
+    heading_path: tuple[str, ...], sections: Sequence[SectionStart], snippet: Snippet
+) -> tuple[str, ...]:
+    """The heading path of the section the snippet shows.
+
+    Small sections are merged into one chunk (``ingest.chunker``), whose heading path is the first
+    one's; an agent cites the heading a hit gives, so a match in a later section must name that
+    section. The snippet's best group of matches says where the hit is; without a match, the
+    snippet's first character.
+    """
+    if not sections:
+        return heading_path
+    where = snippet.focus if snippet.focus is not None else snippet.start
+    for section in reversed(sections):
+        if section.offset <= where:
+            return section.heading_path
+    return heading_path
 
 
 def _snippet(row: ChunkRow, phrasings: Sequence[str], chars: int) -> Snippet:

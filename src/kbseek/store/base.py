@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbseek.errors import IndexIncompatible
-from kbseek.models import Chunk
+from kbseek.models import Chunk, SectionStart
 
 RowIds = npt.NDArray[np.int64]
 """Chunk rowids, one per row of a matching :data:`Matrix`."""
@@ -321,6 +321,11 @@ class Store(Protocol):
 
     def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
         """The document's chunks with ordinals ``first`` to ``last`` inclusive, in ordinal order."""
+        ...
+
+    def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
+        """The sections that begin inside these chunks after their start, in order, keyed by rowid;
+        a chunk of one section is absent."""
         ...
 
     def retired(self, chunk_id: str) -> RetiredChunk | None:

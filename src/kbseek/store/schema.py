@@ -68,6 +68,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 -- Document frequency per term, for weighting how much of a query a hit covers.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
 
+-- Sections merged into a chunk after its start, so a hit inside one names its own heading.
+-- A table of its own, added by IF NOT EXISTS: an index made before it gains it on open, and
+-- the parse version makes the next pass fill it.
+CREATE TABLE IF NOT EXISTS chunk_sections (
+    chunk        INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,      -- characters into the chunk's text
+    heading_path TEXT NOT NULL          -- JSON array of strings
+);
+CREATE INDEX IF NOT EXISTS chunk_sections_by_chunk ON chunk_sections(chunk, position);
+
 -- Vectors keyed by chunk content, so unchanged text is never embedded twice.
 CREATE TABLE IF NOT EXISTS embeddings (
     content_hash TEXT PRIMARY KEY,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from kbseek.errors import IndexLocked, KbBug
+from kbseek.models import SectionStart
 from kbseek.store import fts_match
 from kbseek.store.base import (
     ChunkRow,
@@ -264,6 +265,18 @@ class SqliteStore:
             rows = self.conn.execute(f"{_CHUNKS} WHERE c.id IN ({_marks(part)})", part)
             out.update((r[0], _chunk_row(r)) for r in rows)
         return out
+
+    def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
+        out: dict[int, list[SectionStart]] = {}
+        for part in _batches(rowids):
+            rows = self.conn.execute(
+                f"SELECT chunk, position, heading_path FROM chunk_sections WHERE chunk IN ({_marks(part)})"
+                " ORDER BY chunk, position",
+                part,
+            )
+            for rowid, offset, path in rows:
+                out.setdefault(rowid, []).append(SectionStart(offset, tuple(json.loads(path))))
+        return {rowid: tuple(starts) for rowid, starts in out.items()}
 
     def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
         rows = self.conn.execute(

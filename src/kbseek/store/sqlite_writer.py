@@ -80,6 +80,11 @@ class SqliteWriter:
                 "INSERT INTO chunks_fts(rowid, heading, body) VALUES (?, ?, ?)",
                 (cur.lastrowid, entry.lexical_heading, entry.lexical_body),
             )
+            conn.executemany(
+                "INSERT INTO chunk_sections(chunk, position, heading_path) VALUES (?, ?, ?)",
+                [(cur.lastrowid, s.offset, json.dumps(list(s.heading_path), ensure_ascii=False))
+                 for s in c.sections],
+            )  # fmt: skip
             conn.execute("DELETE FROM retired_chunks WHERE chunk_id=?", (c.chunk_id,))
 
     def _retire_chunks(self, doc_id: int, now: float) -> None:

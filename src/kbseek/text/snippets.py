@@ -46,6 +46,9 @@ class Snippet:
     end: int
     highlights: tuple[tuple[int, int], ...]
     matched_terms: int
+    focus: int | None = None
+    """Where in the original text the best group of matches begins (``None``: no match), so a hit
+    can name the section it shows when one chunk holds several (``search.pipeline.heading_at``)."""
 
 
 def _is_cjk(char: str) -> bool:
@@ -151,12 +154,13 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int, *, mar
     spans = sorted((tok.start, tok.end, tok.term) for tok in found)
     matches = _matches(found, words, pieces)
     length = len(disp)
+    best = _best_cluster(matches, max(max_chars - 2, 1)) if matches else None
     if length <= max_chars:
         start, end = 0, length
     elif max_chars < 3:  # no room for an ellipsis and text
         start, end = 0, max_chars
     else:
-        cluster = _best_cluster(matches, max_chars - 2) if matches else (0, 0)
+        cluster = best or (0, 0)
         start, end = _window(length, cluster, max_chars)
         interior = {p for s, e, _ in spans if e > start - 1 and s < end + 1 for p in range(s + 1, e)}
         start = _snap(disp, start, min(cluster[0], end), interior, forward=True) if start else 0
@@ -171,7 +175,8 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int, *, mar
     highlights = _highlights(matches, start, end, len(lead))
     matched = len({term for s, e, term in matches if s >= start and e <= end})
     orig_start, orig_end = shown.source_span(start, end)
-    return Snippet(lead + disp[start:end] + trail, orig_start, orig_end, highlights, matched)
+    focus = shown.source_span(best[0], best[0])[0] if best is not None else None
+    return Snippet(lead + disp[start:end] + trail, orig_start, orig_end, highlights, matched, focus)
 
 
 _STOP_WORDS = """a an the and or but nor if then else so than as of to in on at by for with from into onto

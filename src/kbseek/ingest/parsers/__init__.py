@@ -47,10 +47,11 @@ def _builtin() -> dict[str, Parser]:
 AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf")
 DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt")
 
-PARSE_VERSION = 3
+PARSE_VERSION = 4
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
 changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
-(vectors of chunks whose heading path and text did not change are kept). 2: display text."""
+(vectors of chunks whose heading path and text did not change are kept). 2: display text.
+4: the sections merged into a chunk are recorded (``Chunk.sections``)."""
 
 _MARKUP_PARSERS = frozenset({"md"})
 
