@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.chunker import ChunkOptions, LineIndex
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.parsers.markdown import MarkdownParser
 from kbseek.models import Chunk, ParsedDocument
@@ -594,3 +594,25 @@ def test_markup_heavy_documents_keep_offsets_and_lines_and_get_clean_heading_pat
         assert chunk.line_start == len(re.findall(r"\r\n|\n", text[: chunk.start])) + 1
         for name in chunk.heading_path:
             assert not re.search(r"\{[#/]|<!--|</?[A-Za-z]|\]\(", name), name
+
+
+def test_a_heading_right_after_an_mdx_tag_line_stays_a_heading() -> None:
+    # CommonMark reads "<DeepDive>" as the start of an HTML block running to the next blank line
+    text = (
+        "# Page\n\nIntro.\n\n<DeepDive>\n#### What kind of memoization? {/*what*/}\n\n"
+        + "Body of the deep dive. " * 20
+        + "\n\n</DeepDive>\n"
+    )
+    doc = Registry().for_path("a.mdx").parse("a.mdx", text, ChunkOptions())
+    named = {c.heading_path for c in doc.chunks} | {s.heading_path for c in doc.chunks for s in c.sections}
+    assert ("Page", "What kind of memoization?") in named
+    assert "".join(c.text for c in doc.chunks).count("Body of the deep dive.") >= 20
+
+
+@pytest.mark.parametrize(
+    "block", ["<pre>\n# a shell comment\n</pre>", "<!--\n# commented out\n-->", "<script>\n# x\n</script>"]
+)
+def test_a_hash_line_inside_pre_script_or_a_comment_is_not_a_heading(block: str) -> None:
+    text = f"# Page\n\n{block}\n\nAfter.\n"
+    blocks = MarkdownParser().blocks(text, LineIndex(text))
+    assert [b.heading for b in blocks if b.heading] == ["Page"]

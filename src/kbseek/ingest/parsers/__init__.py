@@ -51,7 +51,8 @@ PARSE_VERSION = 4
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
 changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
 (vectors of chunks whose heading path and text did not change are kept). 2: display text.
-4: the sections merged into a chunk are recorded (``Chunk.sections``)."""
+4: the sections merged into a chunk are recorded (``Chunk.sections``), and a heading right after
+an MDX tag line is a heading."""
 
 _MARKUP_PARSERS = frozenset({"md"})
 

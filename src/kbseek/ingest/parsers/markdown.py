@@ -23,8 +23,10 @@ import base64
 import datetime as dt
 import importlib
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 import yaml
@@ -51,6 +53,10 @@ _TOP_LEVEL_KINDS: dict[str, BlockKind] = {
 }
 _NESTED_WHOLE = frozenset({"fence", "code_block", "table_open"})
 """Nested tokens that must survive a line split of their container intact."""
+
+_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_TAG_LINE = re.compile(r" {0,3}</?(?!(?:pre|script|style|textarea)\b)[A-Za-z]", re.IGNORECASE)
+"""A line that may be an ATX heading; markdown-it decides."""
 
 _MAX_NODES = 10_000
 _MAX_DEPTH = 50
@@ -108,15 +114,49 @@ class MarkdownParser:
                     inline = tokens[index + 1] if index + 1 < len(tokens) else None
                     heading = display_line(inline.content) if inline and inline.type == "inline" else ""
                     tops.append(Block(start, end, kind, int(token.tag[1:]), heading))
+                    nested.append([])
+                elif token.type == "html_block":
+                    for block in self._tag_block(text, lines, start, end):
+                        tops.append(block)
+                        nested.append([])
                 else:
                     tops.append(Block(start, end, kind))
-                nested.append([])
+                    nested.append([])
             elif token.type in _NESTED_WHOLE and tops and start < tops[-1].end:
                 nested[-1].append((start, min(end, tops[-1].end)))
         return [
             replace(block, keep_together=tuple(spans)) if spans else block
             for block, spans in zip(tops, nested, strict=True)
         ]
+
+    def _tag_block(self, text: str, lines: LineIndex, start: int, end: int) -> list[Block]:
+        """An HTML block, with a heading written on the line right after a tag line kept a heading.
+
+        CommonMark reads ``<DeepDive>`` on a line of its own as the start of an HTML block that
+        runs to the next blank line, so in MDX the heading under it vanished into the block and no
+        chunk was named after it. A line inside the block that parses as a heading on its own
+        becomes a heading block; the lines around it stay one block each.
+        """
+        bounds = lines.bounds(start, end)
+        if not _TAG_LINE.match(text, start):  # a comment, <pre>, <script>: what is inside is not Markdown
+            return [Block(start, end, BlockKind.OTHER)]
+        blocks: list[Block] = []
+        rest = start
+        for line_start, line_end in pairwise(bounds[1:]):
+            line = text[line_start:line_end]
+            if not _ATX.match(line):
+                continue
+            parsed = self._md.parse(line)
+            if len(parsed) < 2 or parsed[0].type != "heading_open" or parsed[1].type != "inline":
+                continue
+            if rest < line_start:
+                blocks.append(Block(rest, line_start, BlockKind.OTHER))
+            heading = display_line(parsed[1].content)
+            blocks.append(Block(line_start, line_end, BlockKind.HEADING, int(parsed[0].tag[1:]), heading))
+            rest = line_end
+        if rest < end:
+            blocks.append(Block(rest, end, BlockKind.OTHER))
+        return blocks
 
 
 _md_trim: Callable[[str], str] = getattr(_md_utils, "mdTrim", str.strip)
