@@ -64,9 +64,9 @@ class E5Embedder(LocalEmbedder[NumpyE5]):
         self._variant = model
         self.engine = engine or ("onnx" if e5_onnx.available() else "numpy")
         """``onnx`` (int8, ``kbseek.embed.e5_onnx``) when ONNX Runtime is installed, else ``numpy``."""
-        super().__init__(threads=threads, batch_size=batch_size, variant=model)
-        if self.engine == "onnx":  # other vectors, so another id: an index is never mixed
-            self._model_id = self._model_id.replace(self.id_prefix, f"e5-{e5_onnx.engine_id()}", 1)
+        # The ONNX engine makes other vectors, so it has another id: an index is never mixed.
+        prefix = f"e5-{e5_onnx.engine_id()}" if self.engine == "onnx" else None
+        super().__init__(threads=threads, batch_size=batch_size, variant=model, prefix=prefix)
 
     def _build(self) -> NumpyE5:
         if self.engine == "onnx":  # raises EmbedderUnavailable with the fix

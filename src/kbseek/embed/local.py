@@ -27,7 +27,11 @@ class LocalEmbedder(Generic[ModelT]):
     vector_dim: ClassVar[int]
     id_prefix: ClassVar[str]
 
-    def __init__(self, *, threads: int | None, batch_size: int, variant: str | None = None) -> None:
+    def __init__(
+        self, *, threads: int | None, batch_size: int, variant: str | None = None, prefix: str | None = None
+    ) -> None:
+        """``prefix``: this instance's id prefix where it differs from the class's (another engine
+        making other vectors of the same model)."""
         self._threads = threads
         self._batch_size = max(1, int(batch_size))
         self._model: ModelT | None = None
@@ -37,7 +41,7 @@ class LocalEmbedder(Generic[ModelT]):
         except metadata.PackageNotFoundError:
             # model_id must exist before load; load() will raise the real error.
             version = "not-installed"
-        self._model_id = f"{self.id_prefix}:{version}" + (f":{variant}" if variant else "")
+        self._model_id = f"{prefix or self.id_prefix}:{version}" + (f":{variant}" if variant else "")
 
     @property
     def model_id(self) -> str:
