@@ -92,7 +92,8 @@ class SearchResponse(BaseModel):
     note_codes: list[str] = Field(
         default_factory=list,
         description="One machine-readable kind per entry of notes, in the same order: 'clamped', "
-        "'terms_dropped', 'absent_names', 'more_hits', 'semantic_loading', 'semantic_partial', 'semantic_unavailable', "
+        "'terms_dropped', 'absent_names', 'try_other_language', 'more_hits', 'semantic_loading', 'semantic_partial', "
+        "'semantic_unavailable', "
         "'empty', 'cut_to_fit'. A surface that words notes its own way (the web page) maps these.",
     )
     index: IndexSummary

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kbseek.config import Limits
 from kbseek.fitting import fit_search
 from kbseek.guard import LoadedDocument
@@ -19,6 +21,7 @@ from kbseek.search.pipeline import PipelineResult, RankedHit
 from kbseek.semantic import SemanticState
 from kbseek.shaping import (
     FoundRun,
+    SearchArgs,
     StatusFacts,
     clamp,
     document_response,
@@ -267,3 +270,23 @@ def test_status_notes_say_what_to_run_and_what_is_wrong() -> None:
         StatusFacts(**{**facts.__dict__, "last_pass_at": 1.0, "other_writer": None}), max_skipped=5
     )
     assert indexed_empty.notes[-1] == "nothing found" and indexed_empty.last_index_at is not None
+
+
+@pytest.mark.parametrize(
+    ("query", "other"), [("rollback the load balancer", "Japanese"), ("ロールバックの手順", "English")]
+)
+def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_language(
+    query: str, other: str
+) -> None:
+    def respond(args: SearchArgs, hits: list[RankedHit], low: bool) -> SearchResponse:
+        return search_response(
+            args, result(hits, low=low), limits=LIMITS, servable=set(), semantic=SemanticState.OK,
+            semantic_error=None, summary=INDEXED, extensions={".md"},
+        )  # fmt: skip
+
+    r = respond(search_args(LIMITS, query), [ranked(1)], low=True)
+    assert r.note_codes == ["try_other_language"]
+    assert f"written in {other}" in r.notes[0] and "also=[the question in" in r.notes[0]
+    assert respond(search_args(LIMITS, query, also=["x y"]), [ranked(1)], low=True).note_codes == []
+    assert respond(search_args(LIMITS, query), [ranked(1)], low=False).note_codes == []
+    assert "try_other_language" not in respond(search_args(LIMITS, query), [], low=True).note_codes

@@ -33,6 +33,9 @@ function noteForPeople(code, note, r, filtered) {
     case "absent_names":
       return note.replace(/^no note in the knowledge base mentions (.*): the hits .*$/s,
         "No note mentions $1, so these results may not answer the question.");
+    case "try_other_language":
+      return "These results are weak matches. If the answer may be written in the other language, " +
+        "try the search in that language too.";
     case "more_hits":
       return "More results exist than are shown: add words, or pick a folder or tag to narrow the search.";
     case "terms_dropped":
