@@ -168,8 +168,12 @@ def search_response(
     semantic_error: str | None,
     summary: IndexSummary,
     extensions: Collection[str],
+    holds_japanese: bool = True,
 ) -> SearchResponse:
-    """The response for one search: hits, legs, and a note (with its code) for everything not shown."""
+    """The response for one search: hits, legs, and a note (with its code) for everything not shown.
+
+    ``holds_japanese``: whether the knowledge base has Japanese text, so an English query's weak hits
+    may mean the answer is a Japanese page (an English-only knowledge base gets no such hint)."""
     notes = list(args.notes)
     codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
     truncated = result.more_available
@@ -196,7 +200,12 @@ def search_response(
             + ": the hits match the rest of the query, and the knowledge base may not cover this"
         )
         codes.append("absent_names")
-    if result.low_confidence and result.hits and not args.also:
+    if (
+        result.low_confidence
+        and result.hits
+        and not args.also
+        and (holds_japanese or is_japanese(args.query))
+    ):
         notes.append(other_language_hint(args.query))
         codes.append("try_other_language")
     if result.more_available:

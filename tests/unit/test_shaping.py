@@ -278,10 +278,10 @@ def test_status_notes_say_what_to_run_and_what_is_wrong() -> None:
 def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_language(
     query: str, other: str
 ) -> None:
-    def respond(args: SearchArgs, hits: list[RankedHit], low: bool) -> SearchResponse:
+    def respond(args: SearchArgs, hits: list[RankedHit], low: bool, japanese: bool = True) -> SearchResponse:
         return search_response(
             args, result(hits, low=low), limits=LIMITS, servable=set(), semantic=SemanticState.OK,
-            semantic_error=None, summary=INDEXED, extensions={".md"},
+            semantic_error=None, summary=INDEXED, extensions={".md"}, holds_japanese=japanese,
         )  # fmt: skip
 
     r = respond(search_args(LIMITS, query), [ranked(1)], low=True)
@@ -290,3 +290,6 @@ def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_langua
     assert respond(search_args(LIMITS, query, also=["x y"]), [ranked(1)], low=True).note_codes == []
     assert respond(search_args(LIMITS, query), [ranked(1)], low=False).note_codes == []
     assert "try_other_language" not in respond(search_args(LIMITS, query), [], low=True).note_codes
+    # an English-only knowledge base: no Japanese page to miss, so an English query gets no hint
+    english_only = respond(search_args(LIMITS, query), [ranked(1)], low=True, japanese=False).note_codes
+    assert english_only == ([] if other == "Japanese" else ["try_other_language"])

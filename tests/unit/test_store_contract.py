@@ -630,3 +630,12 @@ def test_sections_merged_into_a_chunk_read_back_in_order_and_go_with_their_docum
     with store.transaction() as tx:
         tx.delete_document(doc_id)
     assert store.section_starts([one]) == {}
+
+
+def test_a_store_knows_whether_it_holds_japanese_text(store: Store) -> None:
+    assert not store.holds_japanese()
+    write(store, document("notes/en.md", "rollback the load balancer"))
+    assert not store.holds_japanese()
+    japanese = chunk("notes/ja.md", 0, "ロールバック手順", lexical="ロールバック 手順")
+    write(store, document("notes/ja.md", japanese))
+    assert store.holds_japanese()

@@ -351,6 +351,11 @@ class Store(Protocol):
         """
         ...
 
+    def holds_japanese(self) -> bool:
+        """Whether any chunk's indexed terms are Japanese (kana or kanji): a knowledge base in two
+        languages, where a search in one may miss a page written in the other."""
+        ...
+
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """How many chunks hold each term (heading or body); a term no chunk holds is absent.
 

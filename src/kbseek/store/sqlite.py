@@ -413,6 +413,13 @@ class SqliteStore:
             raise KbBug(f"the lexical engine rejected a compiled query ({exc})") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def holds_japanese(self) -> bool:
+        # A range over the vocabulary's terms: two index seeks, whatever the size of the index.
+        row = self.conn.execute(
+            "SELECT 1 FROM chunks_vocab WHERE term >= ? AND term <= ? LIMIT 1", ("\u3041", "\u9fff")
+        ).fetchone()
+        return row is not None
+
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         if not terms:
             return {}
