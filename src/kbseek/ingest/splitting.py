@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
 
 _SENTENCE_END = re.compile(r"[。！？]+[」』）)]*|[.!?]+[\"')\]]*(?=\s)")
@@ -31,24 +31,24 @@ def split_lines(
 ) -> Iterator[tuple[int, int]]:
     """Lines of an over-long span (``bounds``: its start, the line starts inside it, its end); a line
     over ``max_chars`` is cut at sentence ends, or on characters in code."""
-    for line_start, line_end in pairwise(bounds):
-        a, b = trim(text, line_start, line_end)
-        if a >= b:
-            continue
-        if b - a <= max_chars:
-            yield a, b
-        elif code:
-            yield from hard_cut(text, a, b, target_chars)
-        else:
-            yield from split_sentences(text, a, b, max_chars, target_chars)
+    if code:
+        return _pieces(text, bounds, max_chars, lambda a, b: hard_cut(text, a, b, target_chars))
+    return _pieces(text, bounds, max_chars, lambda a, b: split_sentences(text, a, b, max_chars, target_chars))
 
 
 def split_sentences(
     text: str, start: int, end: int, max_chars: int, target_chars: int
 ) -> Iterator[tuple[int, int]]:
     """Cut one over-long line at sentence ends (a Japanese paragraph is often one line)."""
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end)]
-    bounds = [start, *cuts, end]
+    bounds = [start, *(m.end() for m in _SENTENCE_END.finditer(text, start, end)), end]
+    return _pieces(text, bounds, max_chars, lambda a, b: hard_cut(text, a, b, target_chars))
+
+
+def _pieces(
+    text: str, bounds: Sequence[int], max_chars: int, cut: Callable[[int, int], Iterator[tuple[int, int]]]
+) -> Iterator[tuple[int, int]]:
+    """The trimmed, non-empty pieces between consecutive ``bounds``; a piece over ``max_chars`` is
+    handed to ``cut``."""
     for piece_start, piece_end in pairwise(bounds):
         a, b = trim(text, piece_start, piece_end)
         if a >= b:
@@ -56,7 +56,7 @@ def split_sentences(
         if b - a <= max_chars:
             yield a, b
         else:
-            yield from hard_cut(text, a, b, target_chars)
+            yield from cut(a, b)
 
 
 def hard_cut(text: str, start: int, end: int, size: int) -> Iterator[tuple[int, int]]:
