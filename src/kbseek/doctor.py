@@ -34,7 +34,8 @@ from kbseek.embed import EmbedderSpec, make_embedder, redact_url
 from kbseek.errors import ConfigError, EmbedderUnavailable, IndexIncompatible
 from kbseek.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
 from kbseek.store.lock import WriterLock
-from kbseek.store.schema import SCHEMA_VERSION, inspect_index
+from kbseek.store.schema import SCHEMA_VERSION, inspect_index, updated_in_place
+from kbseek.words import counted
 
 T = TypeVar("T")
 
@@ -204,6 +205,13 @@ def check_index(settings: Settings, model_id: str | None, index_command: str) ->
             "index", "fail",
             f"{db} was written by a newer kbseek (schema {version}; this one reads {SCHEMA_VERSION})",
             f"upgrade kbseek (pip install -U kbseek), or {rebuild}",
+        )  # fmt: skip
+    if version < SCHEMA_VERSION and updated_in_place(version) and facts.counts is not None:
+        return CheckResult(
+            "index", "warn",
+            f"{db} was written by an older kbseek (schema {version}; this one writes {SCHEMA_VERSION}), "
+            f"holding {counted(facts.counts.documents, 'document')}",
+            f"run `{index_command}`: it adds the new tables in place and keeps every vector",
         )  # fmt: skip
     if version < SCHEMA_VERSION or facts.counts is None:
         return CheckResult(

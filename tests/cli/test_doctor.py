@@ -192,6 +192,9 @@ def test_an_index_from_a_newer_kbseek_fails_and_an_older_one_warns(tmp_path: Pat
     older = _index_with_meta(tmp_path / "b", schema_version="0")
     result = check_index(older, None, "kbseek index --kb b")
     assert result.status == "warn" and "rebuilds" in result.fix
+    updated = _index_with_meta(tmp_path / "c", schema_version="1")  # schema 2 only added a table
+    result = check_index(updated, None, "kbseek index --kb c")
+    assert result.status == "warn" and "in place" in result.fix and "holding 1 document" in result.detail
 
 
 def test_vectors_from_another_model_fail_with_the_reembed_fix(tmp_path: Path) -> None:

@@ -61,10 +61,13 @@ def test_a_match_in_a_merged_section_names_that_sections_heading(tmp_path: Path)
 def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass(tmp_path: Path) -> None:
     kb = _kb(tmp_path)
     kb.close()
-    with closing(sqlite3.connect(tmp_path / "kb" / ".kbseek" / "index.sqlite")) as conn, conn:
-        # as an older kbseek left it: no section rows, an older parse
-        conn.execute("DELETE FROM chunk_sections")
+    db = tmp_path / "kb" / ".kbseek" / "index.sqlite"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        # as schema 1 left it: no table for the sections, an older parse (and a row a rebuild would drop)
+        conn.execute("DROP TABLE chunk_sections")
+        conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
         conn.execute("UPDATE meta SET value='3' WHERE key='parse_version'")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('marker', 'kept')")
     kb = KnowledgeBase(settings=Settings(root=tmp_path / "kb", semantic=False, freshness_interval_s=0.0))
     try:
         kb.index()
@@ -72,6 +75,9 @@ def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass
         assert hit.heading_path == ["useWidget", "Caveats"]
     finally:
         kb.close()
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM meta WHERE key='marker'").fetchone() == ("kept",)  # no rebuild
 
 
 def test_without_a_match_the_snippets_first_character_decides() -> None:

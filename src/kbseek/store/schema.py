@@ -1,8 +1,10 @@
 """The SQLite index's table layout, its version, opening a file under it, and reading its meta table.
 
 The index is derived data: every row can be rebuilt from the files. So an
-index written by an *older* schema is rebuilt from scratch, and one written by
-a *newer* kbseek is refused (it may hold data this version would misread).
+index written by an *older* schema is rebuilt from scratch, unless every
+version since has only added tables (:data:`ADDED`), which are then created in
+place; one written by a *newer* kbseek is refused (it may hold data this version
+would misread).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -68,16 +70,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 -- Document frequency per term, for weighting how much of a query a hit covers.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
 
--- Sections merged into a chunk after its start, so a hit inside one names its own heading.
--- A table of its own, added by IF NOT EXISTS: an index made before it gains it on open, and
--- the parse version makes the next pass fill it.
-CREATE TABLE IF NOT EXISTS chunk_sections (
-    chunk        INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
-    position     INTEGER NOT NULL,      -- characters into the chunk's text
-    heading_path TEXT NOT NULL          -- JSON array of strings
-);
-CREATE INDEX IF NOT EXISTS chunk_sections_by_chunk ON chunk_sections(chunk, position);
-
+{chunk_sections}
 -- Vectors keyed by chunk content, so unchanged text is never embedded twice.
 CREATE TABLE IF NOT EXISTS embeddings (
     content_hash TEXT PRIMARY KEY,
@@ -96,6 +89,23 @@ CREATE TABLE IF NOT EXISTS skipped (
     reason TEXT NOT NULL
 );
 """
+
+_CHUNK_SECTIONS = """
+-- Sections merged into a chunk after its start, so a hit inside one names its own heading.
+CREATE TABLE IF NOT EXISTS chunk_sections (
+    chunk        INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,      -- characters into the chunk's text
+    heading_path TEXT NOT NULL          -- JSON array of strings
+);
+CREATE INDEX IF NOT EXISTS chunk_sections_by_chunk ON chunk_sections(chunk, position);
+"""
+
+DDL = DDL.format(chunk_sections=_CHUNK_SECTIONS)
+
+ADDED: dict[int, str] = {2: _CHUNK_SECTIONS}
+"""For a schema version, the statements that bring an index of the version before it up to it, when
+that change only adds tables: the index is updated in place instead of rebuilt. 2: the sections
+merged into a chunk (filled by the re-parse that parse version 4 causes, with every vector kept)."""
 
 # BM25 column weights for (heading, body): a match in the heading path says
 # more about what a chunk is about than one in passing.
@@ -128,18 +138,30 @@ def open_schema(conn: sqlite3.Connection, path: Path) -> None:
     try:
         version = schema_version(conn, path)
         _refuse_newer(version, path)
-        if version is not None and version < SCHEMA_VERSION:
-            log.warning("index schema %s is older than %s: rebuilding the index", version, SCHEMA_VERSION)
-            _drop_all(conn)
-        for statement in _statements(DDL):
-            conn.execute(statement)
+        if version is not None and updated_in_place(version):
+            log.info("index schema %s is older than %s: adding its new tables", version, SCHEMA_VERSION)
+            for newer in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(ADDED[newer]):
+                    conn.execute(statement)
+        else:
+            if version is not None and version < SCHEMA_VERSION:
+                log.warning("index schema %s is older than %s: rebuilding the index", version, SCHEMA_VERSION)
+                _drop_all(conn)
+            for statement in _statements(DDL):
+                conn.execute(statement)
         conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (META_SCHEMA_VERSION, str(SCHEMA_VERSION))
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            (META_SCHEMA_VERSION, str(SCHEMA_VERSION)),
         )
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def updated_in_place(version: int) -> bool:
+    """Whether every schema after ``version`` only added tables (0: tables of no known version)."""
+    return 0 < version < SCHEMA_VERSION and all(v in ADDED for v in range(version + 1, SCHEMA_VERSION + 1))
 
 
 def schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
@@ -209,7 +231,8 @@ class IndexFacts:
     """0 for kbseek tables that record no version."""
     meta: IndexMeta
     counts: Counts | None
-    """``None`` unless the file is of this kbseek's schema (an older or newer one may lack the tables)."""
+    """``None`` unless the file is of this kbseek's schema, or of an older one it updates in place (an
+    older or newer one may lack the tables)."""
 
 
 def inspect_index(db: Path) -> IndexFacts | None:
@@ -230,7 +253,7 @@ def inspect_index(db: Path) -> IndexFacts | None:
             raw = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             version = int(raw.get(META_SCHEMA_VERSION, "0"))
             counts = None
-            if version == SCHEMA_VERSION:
+            if version == SCHEMA_VERSION or updated_in_place(version):
                 docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
                 chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
                 counts = Counts(int(docs), int(chunks))
