@@ -204,6 +204,7 @@ def search_response(
         result.low_confidence
         and result.hits
         and not args.also
+        and not result.absent_names  # an absent name, not the language, is what the hits miss
         and (holds_japanese or is_japanese(args.query))
     ):
         notes.append(other_language_hint(args.query))

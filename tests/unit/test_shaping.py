@@ -6,6 +6,7 @@ responses built by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -290,6 +291,12 @@ def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_langua
     assert respond(search_args(LIMITS, query, also=["x y"]), [ranked(1)], low=True).note_codes == []
     assert respond(search_args(LIMITS, query), [ranked(1)], low=False).note_codes == []
     assert "try_other_language" not in respond(search_args(LIMITS, query), [], low=True).note_codes
+    absent = search_response(
+        search_args(LIMITS, query), replace(result([ranked(1)], low=True), absent_names=("Kafka",)),
+        limits=LIMITS, servable=set(), semantic=SemanticState.OK, semantic_error=None, summary=INDEXED,
+        extensions={".md"},
+    )  # fmt: skip
+    assert absent.note_codes == ["absent_names"]  # the absent name explains the weak hits
     # an English-only knowledge base: no Japanese page to miss, so an English query gets no hint
     english_only = respond(search_args(LIMITS, query), [ranked(1)], low=True, japanese=False).note_codes
     assert english_only == ([] if other == "Japanese" else ["try_other_language"])
