@@ -27,6 +27,9 @@ def surfaces(text: str) -> list[str]:
         ("Cypress で E2E テストを書く方法", ["Cypress", "E2E"]),
         ("Ｔａｉｌｗｉｎｄ の設定", ["Ｔａｉｌｗｉｎｄ"]),  # full width is the same name
         ("Markdown ファイルを PDF に変換したい", ["Markdown", "PDF"]),
+        # a pasted error banner in capitals names nothing; the names around it still count
+        ("ssh to Bastion says REMOTE HOST IDENTIFICATION HAS CHANGED", ["Bastion"]),
+        ("the SQL and DNS tiers", ["SQL", "DNS"]),  # two acronyms are not a banner
     ],
 )
 def test_names_are_what_the_writing_marks_as_names(text: str, expected: list[str]) -> None:

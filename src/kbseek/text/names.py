@@ -21,7 +21,9 @@ all a query carries, and only Latin-script words are judged:
   Japanese writes tools and products in Latin letters and ordinary words in its
   own script.
 
-``I`` and single letters are never names. A Japanese proper noun written in
+Three or more all-capital words in a row are a shouted phrase or a pasted error
+banner (``REMOTE HOST IDENTIFICATION HAS CHANGED``), not acronyms: none of them is
+a name. ``I`` and single letters are never names. A Japanese proper noun written in
 kana or kanji cannot be told from an ordinary word without a dictionary of
 names, so it is not judged: the rule errs on the side of saying nothing.
 """
@@ -41,6 +43,8 @@ _LETTER = re.compile(r"[A-Za-z]")
 _DIGIT = re.compile(r"[0-9]")
 _QUANTITY = re.compile(r"[0-9]+[a-z]{0,3}$")
 """A number with a short lowercase unit (``40mg``, ``100ms``, ``50s``): a quantity, not a name."""
+_SHOUTED = re.compile(r"\b[A-Z]{2,}(?:[ \t]+[A-Z]{2,}){2,}\b")
+"""Three or more all-capital words in a row: an error banner or a shouted phrase."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,14 @@ class Name:
 def names(text: str) -> tuple[Name, ...]:
     """The names ``text`` mentions, each once (first spelling kept), in order of appearance."""
     japanese = is_japanese(text)
+    shouted = [m.span() for m in _SHOUTED.finditer(text)]
     seen: set[str] = set()
     out: list[Name] = []
     for token in tokens(text):
         surface = text[token.start : token.end]
         if token.term in seen or not _is_name(surface, token.term, text[: token.start], japanese):
+            continue
+        if any(start <= token.start < end for start, end in shouted):
             continue
         seen.add(token.term)
         out.append(Name(surface, token.term))
