@@ -344,13 +344,7 @@ def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOpt
             elif block.kind is BlockKind.TABLE:
                 units.extend(_table_units(text, lines, block, section.path, options))
             elif block.kind is BlockKind.FENCE:
-                for start, end in split_lines(
-                    text,
-                    lines.bounds(block.start, block.end),
-                    options.max_chars,
-                    options.target_chars,
-                    code=True,
-                ):
+                for start, end in _by_lines(text, lines, block.start, block.end, options, code=True):
                     units.append(_Unit(start, end, section.path, False, heading))
             else:
                 for start, end in _split_block(text, lines, block, options):
@@ -358,6 +352,13 @@ def _units(text: str, lines: LineIndex, group: list[_Section], options: ChunkOpt
         if first < len(units):
             units[first] = replace(units[first], opens=True)
     return units
+
+
+def _by_lines(
+    text: str, lines: LineIndex, start: int, end: int, options: ChunkOptions, *, code: bool = False
+) -> Iterator[tuple[int, int]]:
+    """``splitting.split_lines`` over the lines of ``text[start:end]``, at these options' sizes."""
+    return split_lines(text, lines.bounds(start, end), options.max_chars, options.target_chars, code=code)
 
 
 def _split_block(
@@ -369,17 +370,13 @@ def _split_block(
         if keep_end <= position:
             continue
         keep_start = max(position, keep_start)
-        yield from split_lines(
-            text, lines.bounds(position, keep_start), options.max_chars, options.target_chars
-        )
+        yield from _by_lines(text, lines, position, keep_start, options)
         if keep_end - keep_start <= options.max_chars:
             yield keep_start, keep_end
         else:
-            yield from split_lines(
-                text, lines.bounds(keep_start, keep_end), options.max_chars, options.target_chars, code=True
-            )
+            yield from _by_lines(text, lines, keep_start, keep_end, options, code=True)
         position = keep_end
-    yield from split_lines(text, lines.bounds(position, block.end), options.max_chars, options.target_chars)
+    yield from _by_lines(text, lines, position, block.end, options)
 
 
 def _table_units(
@@ -388,7 +385,7 @@ def _table_units(
     """An over-long table as one unit per row. The header row keeps the section's path; every later
     line (the delimiter row, the body rows) takes the header as one more entry, and is cut to fit it.
     """
-    bounds = [block.start, *lines.starts_inside(block.start, block.end), block.end]
+    bounds = lines.bounds(block.start, block.end)
     header_start, header_end = trim(text, bounds[0], bounds[1])
     context = table_context(text[header_start:header_end], options.max_chars // 2)
     row_path = (*path, context) if context else path

@@ -55,8 +55,10 @@ _NESTED_WHOLE = frozenset({"fence", "code_block", "table_open"})
 """Nested tokens that must survive a line split of their container intact."""
 
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_TAG_LINE = re.compile(r" {0,3}</?(?!(?:pre|script|style|textarea)\b)[A-Za-z]", re.IGNORECASE)
 """A line that may be an ATX heading; markdown-it decides."""
+_TAG_LINE = re.compile(r" {0,3}</?(?!(?:pre|script|style|textarea)\b)[A-Za-z]", re.IGNORECASE)
+"""An HTML block opened by a tag whose content MDX writes as Markdown: not a comment, a processing
+instruction, or ``<pre>``, ``<script>``, ``<style>``, ``<textarea>``, whose lines are never headings."""
 
 _MAX_NODES = 10_000
 _MAX_DEPTH = 50
@@ -137,12 +139,11 @@ class MarkdownParser:
         chunk was named after it. A line inside the block that parses as a heading on its own
         becomes a heading block; the lines around it stay one block each.
         """
-        bounds = lines.bounds(start, end)
         if not _TAG_LINE.match(text, start):  # a comment, <pre>, <script>: what is inside is not Markdown
             return [Block(start, end, BlockKind.OTHER)]
         blocks: list[Block] = []
         rest = start
-        for line_start, line_end in pairwise(bounds[1:]):
+        for line_start, line_end in pairwise(lines.bounds(start, end)[1:]):
             line = text[line_start:line_end]
             if not _ATX.match(line):
                 continue
