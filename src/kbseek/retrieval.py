@@ -95,5 +95,5 @@ class Retrieval:
         return shaping.search_response(
             args, result, limits=limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
-            holds_japanese=self._store.holds_japanese(),
+            holds_japanese=self._store.holds_japanese,
         )  # fmt: skip

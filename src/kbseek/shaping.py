@@ -8,7 +8,7 @@ wording and the caps are tested without a store, a model or a server.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -168,12 +168,13 @@ def search_response(
     semantic_error: str | None,
     summary: IndexSummary,
     extensions: Collection[str],
-    holds_japanese: bool = True,
+    holds_japanese: Callable[[], bool] | None = None,
 ) -> SearchResponse:
     """The response for one search: hits, legs, and a note (with its code) for everything not shown.
 
-    ``holds_japanese``: whether the knowledge base has Japanese text, so an English query's weak hits
-    may mean the answer is a Japanese page (an English-only knowledge base gets no such hint)."""
+    ``holds_japanese`` answers whether the knowledge base has Japanese text, so an English query's
+    weak hits may mean the answer is a Japanese page (an English-only knowledge base gets no such
+    hint). It is asked only when that hint could be given; ``None`` takes the answer as yes."""
     notes = list(args.notes)
     codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
     truncated = result.more_available
@@ -205,7 +206,7 @@ def search_response(
         and result.hits
         and not args.also
         and not result.absent_names  # an absent name, not the language, is what the hits miss
-        and (holds_japanese or is_japanese(args.query))
+        and (is_japanese(args.query) or holds_japanese is None or holds_japanese())
     ):
         notes.append(other_language_hint(args.query))
         codes.append("try_other_language")

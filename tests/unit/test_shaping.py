@@ -282,7 +282,8 @@ def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_langua
     def respond(args: SearchArgs, hits: list[RankedHit], low: bool, japanese: bool = True) -> SearchResponse:
         return search_response(
             args, result(hits, low=low), limits=LIMITS, servable=set(), semantic=SemanticState.OK,
-            semantic_error=None, summary=INDEXED, extensions={".md"}, holds_japanese=japanese,
+            semantic_error=None, summary=INDEXED, extensions={".md"},
+            holds_japanese=lambda: japanese,
         )  # fmt: skip
 
     r = respond(search_args(LIMITS, query), [ranked(1)], low=True)
@@ -300,3 +301,19 @@ def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_langua
     # an English-only knowledge base: no Japanese page to miss, so an English query gets no hint
     english_only = respond(search_args(LIMITS, query), [ranked(1)], low=True, japanese=False).note_codes
     assert english_only == ([] if other == "Japanese" else ["try_other_language"])
+
+
+def test_the_knowledge_bases_languages_are_asked_only_when_the_hint_could_be_given() -> None:
+    asked: list[bool] = []
+
+    def holds_japanese() -> bool:
+        asked.append(True)
+        return True
+
+    for low in (False, True):
+        search_response(
+            search_args(LIMITS, "rollback"), result([ranked(1)], low=low), limits=LIMITS, servable=set(),
+            semantic=SemanticState.OK, semantic_error=None, summary=INDEXED, extensions={".md"},
+            holds_japanese=holds_japanese,
+        )  # fmt: skip
+        assert len(asked) == int(low)  # a confident search never reads the index for it
