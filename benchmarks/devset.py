@@ -235,7 +235,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
 """Settings overrides, and whether the queries' ``also`` phrasings are sent (as an agent would)."""
 
 
-def run(names: Sequence[str], variants: Sequence[str], provider: str) -> list[dict[str, Any]]:
+def run(
+    names: Sequence[str], variants: Sequence[str], provider: str, extra: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """``extra``: settings given to every variant (``--set``), to compare a setting's values in one run."""
     rows: list[dict[str, Any]] = []
     embed = EmbedderSpec(provider=provider)
     for name in names:
@@ -254,7 +257,10 @@ def run(names: Sequence[str], variants: Sequence[str], provider: str) -> list[di
         for variant in variants:
             overrides, with_also = VARIANTS[variant]
             semantic = overrides.get("semantic", True)
-            kb = KnowledgeBase(settings=Settings(**fixed, **overrides), embedder=shared if semantic else None)
+            kb = KnowledgeBase(
+                settings=Settings(**fixed, **{**(extra or {}), **overrides}),
+                embedder=shared if semantic else None,
+            )
             started = time.perf_counter()
             results = run_eval(kb, queries, with_also=with_also)
             per_query_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
@@ -316,6 +322,10 @@ def main() -> None:
         "--provider", default=EmbedderSpec().provider, choices=[p for p in PROVIDERS if p != "http"],
         help="Embedding provider (a non-default one gets its own index beside the collection).",
     )  # fmt: skip
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="A Settings field for every variant, e.g. --set bridge_weight=0 (repeatable; the value is read as JSON).",
+    )  # fmt: skip
     parser.add_argument("--write-split", action="store_true", help="Write devsets/split.yml and stop.")
     args = parser.parse_args()
     originals = sorted(n for n in ASSEMBLE if n not in FLIPPED)
@@ -323,7 +333,8 @@ def main() -> None:
     if args.write_split:
         write_split(originals)
         return
-    rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"], args.provider)
+    extra = {name: json.loads(value) for name, _, value in (item.partition("=") for item in args.set)}
+    rows = run(names, list(VARIANTS) if args.legs else ["default", "default + also"], args.provider, extra)
     if args.half:
         rows = [r for r in rows if r["half"] == args.half]
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))

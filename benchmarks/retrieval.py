@@ -102,6 +102,7 @@ def bench(
             max_hits_per_document=1,
             far_ahead=settings.far_ahead,
             also_agreement=settings.also_agreement,
+            bridge_weight=settings.bridge_weight,
         )
         answered = legs.run(request, legs.dense_leg())
         hybrid = [doc_id(h.chunk.path) for h in answered.hits]

@@ -109,6 +109,10 @@ class Settings:
     """With alternative phrasings (``also``), a chunk scores its best phrasing's score plus this share
     of the mean of the other phrasings' scores for it, so agreement between phrasings counts
     (docs/decisions/0025). ``0``: the best phrasing alone."""
+    bridge_weight: float = 0.5
+    """The weight, beside the query's own legs, of a keyword search for the query's words in the
+    other language (Japanese for English, English for Japanese) found in the shipped bilingual
+    lexicon and held by the index (docs/decisions/0027). ``0``: no bridge."""
     freshness_interval_s: float = 1.0
     """Minimum time between two stat scans made before answering a call (T10), when no watcher runs."""
     reconcile_interval_s: float = 300.0
@@ -151,6 +155,10 @@ class Settings:
             raise ConfigError(
                 f"[search].also_agreement must be a finite number, 0 or more, not {self.also_agreement}"
             )
+        if not 0 <= self.bridge_weight < math.inf:  # also refuses NaN
+            raise ConfigError(
+                f"[search].bridge_weight must be a finite number, 0 or more, not {self.bridge_weight}"
+            )
         if self.freshness_interval_s < 0:
             raise ConfigError("[index].freshness_interval must not be negative")
         if not 0 < self.reconcile_interval_s < math.inf:  # also refuses NaN
@@ -171,7 +179,15 @@ _TABLES: dict[str, set[str]] = {
     "chunking": {f.name for f in fields(ChunkOptions)},
     "limits": {f.name for f in fields(Limits)},
     "embed": {f.name for f in fields(EmbedderSpec)},
-    "search": {"fusion", "dense_weight", "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement"},
+    "search": {
+        "fusion",
+        "dense_weight",
+        "dense_weight_matched",
+        "rrf_k",
+        "far_ahead",
+        "also_agreement",
+        "bridge_weight",
+    },
     "index": {"freshness_interval", "reconcile_interval", "approximate_above"},
 }
 
@@ -298,7 +314,7 @@ def build_settings(
             kwargs[name] = _typed("[search].", name, search[name], float)
     if "rrf_k" in search:
         kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
-    for name in ("far_ahead", "also_agreement"):
+    for name in ("far_ahead", "also_agreement", "bridge_weight"):
         if name in search:
             kwargs[name] = _typed("[search].", name, search[name], float)
     if "freshness_interval" in fv.get("index", {}):
@@ -337,6 +353,6 @@ class SettingsSource:
 
 
 RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
-              "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement", "freshness_interval_s",
+              "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement", "bridge_weight", "freshness_interval_s",
               "reconcile_interval_s")  # fmt: skip
 """Settings a running server applies when its config file changes; the others need a restart."""

@@ -45,6 +45,11 @@ class Explanation(BaseModel):
         default=0.0,
         description="The part of fused_score the other phrasings added because they found this hit too.",
     )
+    bridge: float = Field(
+        default=0.0,
+        description="The part of fused_score the query's words in the other language added (the "
+        "bilingual lexicon's translations the index holds).",
+    )
 
 
 class SearchHit(BaseModel):

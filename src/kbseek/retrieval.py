@@ -81,7 +81,10 @@ class Retrieval:
         if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
             args = replace(args, path_prefix=args.literal_prefix)  # a folder named with a blank or a "\\"
         settings = active.settings
-        request = args.request(limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement)
+        request = args.request(
+            limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
+            bridge_weight=settings.bridge_weight,
+        )  # fmt: skip
         semantic, semantic_error = self._semantic.state(), self._semantic.error
         try:
             result = self.run(request, self._semantic.dense_leg(active.settings))

@@ -89,11 +89,13 @@ class SearchArgs:
     """The prefix read literally, when that differs from ``path_prefix``: the search takes it instead
     if a document's path starts with it (``Retrieval.search``)."""
 
-    def request(self, limits: Limits, *, far_ahead: float, also_agreement: float) -> SearchRequest:
+    def request(
+        self, limits: Limits, *, far_ahead: float, also_agreement: float, bridge_weight: float
+    ) -> SearchRequest:
         return SearchRequest(
             query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, path_prefix=self.path_prefix,
             tags=self.tags, max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
-            far_ahead=far_ahead, also_agreement=also_agreement, also=self.also,
+            far_ahead=far_ahead, also_agreement=also_agreement, bridge_weight=bridge_weight, also=self.also,
         )  # fmt: skip
 
 
@@ -243,7 +245,7 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
         explain=Explanation(
             lexical_rank=f.lexical_rank, lexical_score=f.lexical_score, dense_rank=f.dense_rank,
             dense_similarity=f.dense_similarity, fused_score=f.score, phrasing=f.phrasing,
-            agreement=round(f.agreement, 6),
+            agreement=round(f.agreement, 6), bridge=round(f.bridge, 6)
         ) if explain else None,
     )  # fmt: skip
 

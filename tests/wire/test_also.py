@@ -14,7 +14,7 @@ from kbseek.server.web import build_web_app
 
 pytestmark = pytest.mark.anyio
 
-QUERY = "kitten pictures channel"  # shares no word with any note
+QUERY = "zebra quokka sightings"  # shares no word with any note, nor does its translation (bilingual bridge)
 ALSO = "猫の写真"
 
 

@@ -27,6 +27,9 @@ class Fused:
     the ranks and scores above are that phrasing's."""
     agreement: float = 0.0
     """The part of ``score`` the other phrasings added, because they found this chunk too (:func:`best_of`)."""
+    bridge: float = 0.0
+    """The part of ``score`` the bilingual bridge added: the query's words in the other language
+    found this chunk (:func:`add_bridge`)."""
 
 
 def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]]) -> dict[int, Fused]:
@@ -121,6 +124,41 @@ def best_of(rankings: Sequence[Sequence[Fused]], *, agreement: float) -> list[Fu
         f.agreement = agreement * (total[rowid] - f.score) / others
         f.score += f.agreement
     return sorted(best.values(), key=lambda f: (-f.score, f.rowid))
+
+
+def add_bridge(
+    ranked: Sequence[Fused],
+    bridged: Sequence[tuple[int, float]],
+    *,
+    coverage: Mapping[int, float],
+    weight: float,
+    gated: bool,
+) -> list[Fused]:
+    """The query's ranking with the bridge's keyword scores added at ``weight``.
+
+    A bridged score is normalised as the blend's lexical part is (BM25 over the best, times the
+    square of the coverage of the bridged words), so only a chunk that holds the translations of
+    the query's rare words gains much. With ``gated`` (a dense leg ranked the query), it is also
+    multiplied by the chunk's dense similarity to the query, and a chunk the dense leg did not rank
+    gains nothing: a translated word list is noisy on its own (株 for "share"), and the page about
+    the question is the one both it and the query's meaning point at (docs/decisions/0027).
+    """
+    best = max((s for _, s in bridged), default=0.0)
+    if best <= 0 or weight <= 0:
+        return list(ranked)
+    out = {f.rowid: f for f in ranked}
+    for rowid, score in bridged:
+        part = weight * (score / best) * coverage.get(rowid, 0.0) ** 2
+        f = out.get(rowid)
+        if gated:
+            part *= max(f.dense_similarity or 0.0, 0.0) if f is not None else 0.0
+        if part <= 0:
+            continue
+        if f is None:
+            f = out[rowid] = Fused(rowid, 0.0)
+        f.bridge = part
+        f.score += part
+    return sorted(out.values(), key=lambda f: (-f.score, f.rowid))
 
 
 def gated_dense(

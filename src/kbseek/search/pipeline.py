@@ -6,7 +6,7 @@ Surfaces never rank; they ask :func:`run_search` and shape its result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from kbseek.embed.base import VectorPart
 from kbseek.ingest.parsers import has_markup
 from kbseek.models import SectionStart
 from kbseek.search import fusion
+from kbseek.search.bridge import Bridge, bridge_coverage, bridge_query
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import VectorIndex
 from kbseek.search.diversity import distinct_first
@@ -47,6 +48,9 @@ class SearchRequest:
     """``[search].far_ahead``: when a second chunk of a document may keep its rank (``search.diversity``)."""
     also_agreement: float
     """``[search].also_agreement``: how much the other phrasings' scores add to a chunk's best (``fusion.best_of``)."""
+    bridge_weight: float
+    """``[search].bridge_weight``: the weight of the query's words in the other language
+    (``search.bridge``); 0 turns the bridge off."""
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
@@ -82,6 +86,8 @@ class PipelineResult:
     """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
     absent_names: tuple[str, ...] = ()
     """Names the query or an alternative mentions that no chunk holds, as written (``text.names``)."""
+    bridge: Bridge = field(default_factory=lambda: Bridge(()))
+    """The query's words in the other language that the keyword leg also searched for."""
 
 
 @dataclass(frozen=True)
@@ -151,10 +157,15 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
+    bridge = Bridge(())
+    first = per[0].ranked
+    if request.bridge_weight > 0:
+        bridge = bridge_query(store, request.query)
+        first = _bridged(store, request, bridge, first, gated=dense is not None)
     ranked = (
-        per[0].ranked
+        first
         if len(per) == 1
-        else fusion.best_of([p.ranked for p in per], agreement=request.also_agreement)
+        else fusion.best_of([first, *(p.ranked for p in per[1:])], agreement=request.also_agreement)
     )
 
     rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
@@ -169,10 +180,29 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         snippet = _snippet(rows[f.rowid], shown, request.snippet_chars)
         heading = heading_at(rows[f.rowid].heading_path, sections.get(f.rowid, ()), snippet)
         hits.append(RankedHit(rows[f.rowid], snippet, f, heading))
-    # Low only if every phrasing is: one phrasing that finds its answer well is enough to answer from.
-    low = not hits or all(_low_confidence(store, p, rows) for p in per)
+    low = not hits or _low_overall(store, per, rows)
     absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
-    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent)
+    return PipelineResult(
+        hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent, bridge
+    )
+
+
+def _bridged(
+    store: Store, request: SearchRequest, bridge: Bridge, ranked: list[fusion.Fused], *, gated: bool
+) -> list[fusion.Fused]:
+    """The query's own ranking with the bridge's keyword scores added (``fusion.add_bridge``).
+
+    The query's own low-confidence verdict is taken before this: translated words are a guess, and
+    a match on them alone must not make a weak search look answered.
+    """
+    if not bridge.groups:
+        return ranked
+    compiled = CompiledQuery(bridge.terms, ())
+    found = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
+    )
+    cov = bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
+    return fusion.add_bridge(ranked, found, coverage=cov, weight=request.bridge_weight, gated=gated)
 
 
 def _rank_one(
@@ -221,12 +251,36 @@ def _rank_one(
     return _Ranked(ranked, compiled, cov, dense_hits[0][1] if dense_hits else None)
 
 
+def _low_overall(store: Store, per: Sequence[_Ranked], rows: dict[int, ChunkRow]) -> bool:
+    """Whether a search's best hits are too weak to answer from.
+
+    One phrasing: its own verdict. Several (``also``): confident only when two phrasings are each
+    confident *and* their best hits are in the same document. A search with four phrasings used to
+    be confident when any one was, and one keyword form's strong match on the collection's ordinary
+    words made most unanswerable questions look answered; phrasings that agree are what an answer
+    looks like (docs/decisions/0029).
+    """
+    if len(per) == 1:
+        return _low_confidence(store, per[0], rows)
+    confident: dict[int, int] = {}
+    for phrasing in per:
+        top = _top(phrasing, rows)
+        if top is not None and not _low_confidence(store, phrasing, rows):
+            document = rows[top].document_id
+            confident[document] = confident.get(document, 0) + 1
+    return max(confident.values(), default=0) < 2
+
+
+def _top(phrasing: _Ranked, rows: dict[int, ChunkRow]) -> int | None:
+    return next((f.rowid for f in phrasing.ranked if f.rowid in rows), None)
+
+
 def _low_confidence(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) -> bool:
     """Whether one phrasing's own best hit is weak.
 
     Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup.
     """
-    top = next((f.rowid for f in phrasing.ranked if f.rowid in rows), None)
+    top = _top(phrasing, rows)
     if top is None:
         return True
     known = phrasing.coverage

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
-from functools import cache
 
 from kbseek.text.analyzer import Token, tokens
-from kbseek.text.analyzer import terms as analyze
 from kbseek.text.display import display_text
+from kbseek.text.stopwords import stop_terms
 
 __all__ = ["Snippet", "make_snippet"]
 
@@ -179,26 +178,11 @@ def make_snippet(text: str, query_terms: Collection[str], max_chars: int, *, mar
     return Snippet(lead + disp[start:end] + trail, orig_start, orig_end, highlights, matched, focus)
 
 
-_STOP_WORDS = """a an the and or but nor if then else so than as of to in on at by for with from into onto
-about over under up down out off again all any both each few more most other some such only own too very
-is are was were be been being am do does did doing done have has had having i me my we our you your he him
-his she her it its they them their this that these those there here what which who whom whose when where
-why how not no can could will would shall should might must also just"""
-"""English function words. They are kept in the index (a query made only of them still
-finds its phrase by BM25), but a mark on every "a" and "do" hides the words that matter."""
-
-
-@cache
-def _stop_terms() -> frozenset[str]:
-    """The stop words as the analyzer's terms (stemmed: ``does`` is ``doe``)."""
-    return frozenset(analyze(_STOP_WORDS))
-
-
 def _worth_marking(term: str) -> bool:
     """Not a stop word, and not one letter or digit (a lone Han or kana character is a word)."""
     if len(term) == 1:
         return _is_cjk(term)
-    return term not in _stop_terms()
+    return term not in stop_terms()
 
 
 def _matches(found: list[Token], words: set[str], pieces: set[str]) -> list[tuple[int, int, str]]:
