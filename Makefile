@@ -50,8 +50,8 @@ wheel-smoke: $(DEV_STAMP)
 
 # The wheel smoke test runs before pytest so that pytest's summary stays the run's closing line.
 test: $(DEV_STAMP) browser $(CONFORMANCE)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/mypy
 	$(MAKE) --no-print-directory wheel-smoke
 	$(BIN)/pytest
@@ -62,14 +62,14 @@ test: $(DEV_STAMP) browser $(CONFORMANCE)
 FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py
 
 check: $(DEV_STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/mypy
 	$(BIN)/pytest -q $(FAST_TESTS)
 
 format: $(DEV_STAMP)
-	$(BIN)/ruff check --fix src tests benchmarks examples
-	$(BIN)/ruff format src tests benchmarks examples
+	$(BIN)/ruff check --fix src tests benchmarks examples scripts
+	$(BIN)/ruff format src tests benchmarks examples scripts
 
 # build/ holds the wheel smoke test's fresh venv and logs, dist/ the built sdist and wheel.
 clean:

@@ -82,3 +82,21 @@ def test_without_a_model_the_bridge_alone_reaches_the_other_language(kb_root: Pa
     assert top.explain is not None and 0 < top.explain.bridge <= Settings(root=kb_root).bridge_weight + 1e-9
     assert not make_core(kb_root, bridge_weight=0.0).search("kitten pictures channel").hits
     core.close()
+
+
+def test_without_a_model_the_bridge_is_a_share_of_the_querys_own_best_score(tmp_path: Path) -> None:
+    """Lexical-only scores are raw BM25: the bridge's part is in those units, at most the weight
+    times the query's own best, so it never swamps the query's words nor vanishes beside them."""
+    filler = {
+        f"misc/{i}.md": f"# Note {i}\n\nGroceries, weather and travel plans number {i}.\n" for i in range(20)
+    }
+    write_notes(tmp_path, {**NOTES, **filler})  # enough documents for BM25's weights to be far from 0
+    kb = KnowledgeBase(settings=Settings(root=tmp_path, semantic=False, freshness_interval_s=0.0))
+    kb.index()
+    found = kb.search("useEffect side effects", explain=True)
+    explained = {h.path: h.explain for h in found.hits}
+    own_best = max(e.lexical_score or 0.0 for e in explained.values() if e is not None)
+    japanese = explained["ja/effects.md"]
+    assert own_best > 0.5
+    assert japanese is not None and 0 < japanese.bridge <= kb.settings.bridge_weight * own_best + 1e-6
+    kb.close()

@@ -142,6 +142,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         allowed = store.filtered_rowids(request.path_prefix, request.tags)
         embedded = dense.embed_queries([phrasings[i] for i in said])  # one model call for all of them
         vectors = {i: embedded[n] for n, i in enumerate(said)}
+    bridge = bridge_query(store, request.query) if request.bridge_weight > 0 else Bridge(())
     # With alternatives and no dense leg, raw BM25 of different phrasings is on no common scale:
     # each is normalised (and weighed by coverage) as the blend's lexical part is.
     normalise = len(said) > 1
@@ -157,11 +158,9 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
-    bridge = Bridge(())
-    first = per[0].ranked
-    if request.bridge_weight > 0:
-        bridge = bridge_query(store, request.query)
-        first = _bridged(store, request, bridge, first, gated=dense is not None)
+    first = _bridged(
+        store, request, bridge, per[0].ranked, gated=dense is not None, raw=dense is None and not normalise
+    )
     ranked = (
         first
         if len(per) == 1
@@ -188,12 +187,21 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
 
 
 def _bridged(
-    store: Store, request: SearchRequest, bridge: Bridge, ranked: list[fusion.Fused], *, gated: bool
+    store: Store,
+    request: SearchRequest,
+    bridge: Bridge,
+    ranked: list[fusion.Fused],
+    *,
+    gated: bool,
+    raw: bool,
 ) -> list[fusion.Fused]:
     """The query's own ranking with the bridge's keyword scores added (``fusion.add_bridge``).
 
     The query's own low-confidence verdict is taken before this: translated words are a guess, and
-    a match on them alone must not make a weak search look answered.
+    a match on them alone must not make a weak search look answered. ``raw``: the query's scores
+    are BM25 as the store gave them (no dense leg, no alternatives), so the bridge's part is put in
+    the same units, a share of the query's own best score (1 when it found nothing); normalising
+    the query's ranking instead reorders it (measured: same-language R@1 0.777 → 0.759).
     """
     if not bridge.groups:
         return ranked
@@ -202,7 +210,8 @@ def _bridged(
         store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
     )
     cov = bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
-    return fusion.add_bridge(ranked, found, coverage=cov, weight=request.bridge_weight, gated=gated)
+    weight = request.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
+    return fusion.add_bridge(ranked, found, coverage=cov, weight=weight, gated=gated)
 
 
 def _rank_one(
