@@ -72,6 +72,7 @@ from kbseek.responses import IndexSummary, StatusResponse
 from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
 from kbseek.store.lock import WriterLock
+from kbseek.text.lexicon import lexicon
 
 log = logging.getLogger(__name__)
 
@@ -458,12 +459,14 @@ class IndexRunner:
         return rels
 
     def start_background(self) -> None:
-        """The server's start: a keyword-only catch-up pass, the model load, then a pass that embeds."""
+        """The server's start: a keyword-only catch-up pass, the model and lexicon loads, then a pass
+        that embeds."""
 
         def work() -> None:
             with self._unattended("catch-up indexing"):
                 self.index(prune_disabled=False, embed=False)
             self._semantic.load()
+            lexicon()  # read the bilingual bridge's lexicon (about 0.7 s) here, not in the first search
             if self._semantic.ready:
                 with self._unattended("embedding pass"):
                     self.index(prune_disabled=False)  # embeds what the catch-up pass wrote

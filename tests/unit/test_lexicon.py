@@ -38,7 +38,7 @@ def test_a_word_the_analyzer_splits_is_looked_up_whole_before_its_parts() -> Non
 
 def test_japanese_keys_are_the_analyzers_terms() -> None:
     """Re-analysing a sample of the Japanese keys gives the keys back: the file and the analyzer agree."""
-    keys = sorted(k for k in lexicon()._tables[True] if len(k.split()) <= MAX_KEY_TERMS)
+    keys = sorted(k for k in lexicon().keys(japanese=True) if len(k.split()) <= MAX_KEY_TERMS)
     sample = random.Random(7).sample(keys, 400)
     agree = sum(terms("".join(k.split())) == k.split() for k in sample)
     assert agree >= 0.9 * len(sample), f"only {agree} of {len(sample)}: rebuild with scripts/build_lexicon.py"
@@ -46,7 +46,7 @@ def test_japanese_keys_are_the_analyzers_terms() -> None:
 
 def test_english_keys_are_the_analyzers_terms() -> None:
     for word in ("rendering", "components", "errors", "increases", "sharing"):
-        assert " ".join(terms(word)) in lexicon()._tables[False], word
+        assert lexicon().lookup(" ".join(terms(word)), japanese=False) is not None, word
 
 
 def test_parse_reads_both_directions_and_skips_comments() -> None:
