@@ -38,6 +38,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed.base import PROVIDERS, EmbedderSpec
 from kbseek.eval import GoldenQuery, QueryResult, load_golden, run_eval
+from kbseek.text.lexicon import lexicon
 
 HERE = Path(__file__).resolve().parent
 SETS = HERE / "devsets"
@@ -244,6 +245,7 @@ def run(
     """``extra``: settings given to every variant (``--set``), to compare a setting's values in one run."""
     rows: list[dict[str, Any]] = []
     embed = EmbedderSpec(provider=provider)
+    lexicon()  # read once before any timing, as a server reads it at start (decision 0027)
     for name in names:
         queries, halves = questions(name)
         root = assemble(name)
