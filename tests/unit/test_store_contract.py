@@ -1,9 +1,10 @@
 """The store contract: what every ``Store`` implementation guarantees (``kbseek.store.base``).
 
-Search and ingest rely on these guarantees and on nothing else, so a second backend (PostgreSQL,
-planned for teams) is ready when it passes this suite: add its factory to ``BACKENDS`` and every
-test here runs against it too. The tests write through the protocol only, with hand-made lexical
-text, which also pins that a store indexes the analyzed text it is given and analyzes nothing itself.
+Search and ingest rely on these guarantees and on nothing else, so a backend is ready when it
+passes this suite: its factory is in ``BACKENDS`` and every test here runs against it (SQLite, and
+PostgreSQL on a real server the run starts, ``tests/postgres_server.py``). The tests write through
+the protocol only, with hand-made lexical text, which also pins that a store indexes the analyzed
+text it is given and analyzes nothing itself.
 """
 
 from __future__ import annotations
@@ -34,12 +35,26 @@ from kbseek.store.base import (
     Store,
 )
 from kbseek.store.sqlite import SqliteStore
+from tests import postgres_server
 
 Opener = Callable[[], Store]
 """Opens the same index each time it is called (so a test can close a store and look again)."""
 
+
+def _postgres(tmp: Path) -> Opener:
+    """A knowledge base of its own in the one PostgreSQL server of the run (``tests/postgres_server``).
+
+    The server is asked for first: without the postgres dependencies it skips the test, before the
+    store's module would fail to import them."""
+    url, name = postgres_server.url(), postgres_server.kb_name()
+    from kbseek.store.postgres import PostgresStore
+
+    return lambda: PostgresStore(url, name)
+
+
 BACKENDS: dict[str, Callable[[Path], Opener]] = {
     "sqlite": lambda tmp: lambda: SqliteStore(tmp / "index.sqlite"),
+    "postgres": _postgres,
 }
 
 

@@ -1,0 +1,585 @@
+"""An index in a PostgreSQL database shared by a team: :class:`PostgresStore`, a ``Store`` implementation.
+
+Several kbseek servers can serve one index when it lives in PostgreSQL. Each knowledge base is a
+schema of its own (``postgres_schema``); pgvector holds the vectors, and a postings table holds the
+analyzed terms, from which the lexical leg computes the same BM25 that SQLite's FTS5 computes, so a
+knowledge base ranks alike on either backend (docs/decisions/0030).
+
+Connections come from a small pool, so any thread may read while another writes. Every read is one
+statement: PostgreSQL gives a statement one snapshot of every table it reads, so a read never sees
+half a transaction, and MVCC means it never waits for a writer. Writes go through
+:meth:`PostgresStore.transaction`, serialised within the process by a lock and across processes by
+an advisory lock on the knowledge base. The guarantees are the protocol's (``kbseek.store.base``);
+this file says only how PostgreSQL keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.rows import TupleRow
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from kbseek.errors import ConfigError, IndexLocked, IndexReadOnly
+from kbseek.models import SectionStart
+from kbseek.store.base import (
+    ChunkRow,
+    Counts,
+    DocumentRow,
+    DocumentState,
+    IndexMeta,
+    Matrix,
+    PendingChunk,
+    RetiredChunk,
+    RowIds,
+    SkippedPath,
+)
+from kbseek.store.postgres_schema import (
+    LOCK_CLASS,
+    display_url,
+    extension_schema,
+    lock_key,
+    open_schema,
+    schema_name,
+    schema_version,
+)
+from kbseek.store.postgres_writer import PostgresWriter, fold_tag
+from kbseek.store.schema import BM25_WEIGHTS, index_meta
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger(__name__)
+
+Conn = psycopg.Connection[TupleRow]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+"""FTS5's constants for ``bm25()``, so a chunk scores the same on both backends."""
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long a transaction waits for another process's to end before :class:`IndexLocked`: the
+SQLite store's busy timeout. Transactions are one document each, so a pass that interleaves with
+another process's waits milliseconds, and only a stuck writer is reported."""
+
+_CHUNKS = (
+    'SELECT c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c."end",'
+    " c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser"
+    " FROM chunks c JOIN documents d ON d.id = c.document_id"
+)
+_DOCUMENTS = "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at FROM documents"
+_WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+_ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
+
+# FTS5's bm25() over the query's terms, heading and body weighted, as SQLite computes it: IDF from
+# the chunks holding each term, clamped to 1e-6 where it would be zero or less; the term frequency is
+# the weighted count of its occurrences; the length is the chunk's terms in both columns, against
+# the average over the collection. A term given twice counts twice, as FTS5 scores each phrase.
+# Both CTEs are MATERIALIZED and the postings are read per term behind OFFSET 0, so the plan is the
+# same, index lookups per term, whether or not the table has statistics yet: inlined, a term's
+# count ran once per posting (minutes at 20,000 chunks), and a new index without statistics was
+# read whole.
+_BM25 = """
+WITH s AS MATERIALIZED (
+    SELECT chunks::float8 AS n, terms::float8 / nullif(chunks, 0)::float8 AS avgdl FROM lexical_stats
+), w AS MATERIALIZED (
+    SELECT q.term, q.times,
+           CASE WHEN ln((s.n - h.n + 0.5) / (h.n + 0.5)) <= 0 THEN 1e-6
+                ELSE ln((s.n - h.n + 0.5) / (h.n + 0.5)) END AS idf
+    FROM (SELECT term, count(*)::float8 AS times FROM unnest(%(terms)s::text[]) AS term GROUP BY term) q
+    CROSS JOIN s
+    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM postings p WHERE p.term = q.term) h
+    WHERE h.n > 0
+)
+SELECT p.chunk, sum(w.times * (w.idf * (
+           ((%(wh)s * p.tf_heading + %(wb)s * p.tf_body) * (%(k1)s + 1.0))
+           / ((%(wh)s * p.tf_heading + %(wb)s * p.tf_body)
+              + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_terms::float8 / s.avgdl))
+       ))) AS score
+FROM w CROSS JOIN s
+CROSS JOIN LATERAL (SELECT * FROM postings p WHERE p.term = w.term OFFSET 0) p
+"""
+
+
+class PostgresStore:
+    """Open (creating if needed) knowledge base ``kb_name``'s index in the database at ``url``.
+
+    With ``create=False`` nothing is created: a knowledge base the database does not hold yet reads
+    as an empty index and refuses to write, so a command that only reads (``kbseek status``) can say
+    "nothing indexed yet" without leaving a schema behind.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        kb_name: str,
+        *,
+        create: bool = True,
+        max_connections: int = 4,
+        lock_wait: float = LOCK_WAIT_SECONDS,
+    ) -> None:
+        self.schema = schema_name(kb_name)
+        self._location = f"{display_url(url)} (schema {self.schema})"
+        self._lock_key = lock_key(self.schema)
+        self._lock_wait = lock_wait
+        self._write_lock = threading.Lock()
+        self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
+        self._absent = False
+        self._pool: ConnectionPool[Conn] | None = None
+        search_path = self._set_up(url, create)
+        if self._absent:
+            return
+        assert search_path is not None
+
+        def configure(conn: Conn) -> None:
+            conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, search_path)))
+            register_vector(conn)
+
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(2, max_connections),  # a reader never waits for the writer's connection
+            kwargs={"autocommit": True, "application_name": self._application},
+            configure=configure,
+            name=f"kbseek-{self.schema}",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=30.0)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise ConfigError(f"cannot keep connections to {self._location} open ({exc})") from exc
+
+    def _set_up(self, url: str, create: bool) -> tuple[str, str] | None:
+        """Create or check the schema on a connection of its own; the ``search_path`` for the pool.
+
+        Connection failures become a :class:`ConfigError` naming the database without its password:
+        a wrong URL or a server that is down is the setup's fault, not kbseek's.
+        """
+        try:
+            with psycopg.connect(url, autocommit=True, application_name=self._application) as conn:
+                if create:
+                    open_schema(conn, self.schema, location=self._location)
+                elif schema_version(conn, self.schema, location=self._location) is None:
+                    self._absent = True
+                    return None
+                ext = extension_schema(conn)
+        except psycopg.OperationalError as exc:  # libpq's messages never quote the password
+            raise ConfigError(
+                f"cannot connect to the index database {self._location}: {str(exc).strip()}; "
+                "check the URL and that the server is running"
+            ) from exc
+        except psycopg.ProgrammingError:
+            # libpq's complaint about a malformed string quotes a piece of it, which may be the
+            # password: it is neither repeated nor chained.
+            raise ConfigError(
+                "the index database URL is not a PostgreSQL connection string; write it as "
+                "postgresql://user:password@host:port/database"
+            ) from None
+        return self.schema, ext or "public"
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+    # -- connections -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _reading(self) -> Iterator[Conn]:
+        assert self._pool is not None
+        with self._pool.connection() as conn:
+            yield conn
+
+    def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[TupleRow]:
+        """The rows of one statement: one snapshot, whatever it joins. An absent index has none."""
+        if self._absent:
+            return []
+        with self._reading() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def _vector_rows(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
+        """Like :meth:`_rows`, in binary: a vector arrives as its float4 bytes, never as decimal text."""
+        if self._absent:
+            return []
+        with self._reading() as conn, conn.cursor(binary=True) as cur:
+            return cur.execute(query, params).fetchall()
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresWriter]:
+        """One write transaction; rolled back on any exception (``BaseException`` included)."""
+        if self._absent or self._pool is None:
+            raise IndexReadOnly(
+                f"the database holds no index for {self._location} and it was opened to read only; "
+                "run `kbseek index` to build it"
+            )
+        with self._write_lock, self._pool.connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                self._lock_index(conn)
+                yield PostgresWriter(conn)
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except psycopg.Error as exc:  # the connection is gone, and the transaction with it
+                    log.warning("rolling back on %s failed: %s", self._location, exc)
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _lock_index(self, conn: Conn) -> None:
+        """Take the knowledge base's advisory lock for this transaction, waiting up to ``lock_wait``.
+
+        A transaction-level lock is released by the commit or rollback itself, so a crashed or killed
+        writer never leaves the index locked.
+        """
+        key = (LOCK_CLASS, self._lock_key)
+        row = conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key).fetchone()
+        if row is not None and row[0]:
+            return
+        if self._lock_wait > 0:
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(self._lock_wait * 1000))}ms",)
+            )
+            try:
+                conn.execute("SAVEPOINT waiting")
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+                conn.execute("RELEASE SAVEPOINT waiting")
+                conn.execute("SELECT set_config('lock_timeout', '0', true)")
+                return
+            except psycopg.errors.LockNotAvailable:
+                conn.execute("ROLLBACK TO SAVEPOINT waiting")
+        raise IndexLocked(
+            f"the index {self._location} is being written by another kbseek process "
+            f"({self._holder(conn)}); wait for it to finish or stop it"
+        )
+
+    def _holder(self, conn: Conn) -> str:
+        """Who holds the lock, as its connection named itself; PostgreSQL hides that from a user
+        without the right to see other users' sessions, hence the plainer fallback."""
+        row = conn.execute(
+            "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::bigint::oid"
+            " AND l.objid = %s::bigint::oid AND l.objsubid = 2 AND l.pid <> pg_backend_pid() LIMIT 1",
+            (LOCK_CLASS, self._lock_key),
+        ).fetchone()
+        if row is None:
+            return "another connection"
+        return str(row[0]) if row[0] else f"server process {row[1]}"
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def meta(self) -> IndexMeta:
+        return index_meta({str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")})
+
+    # -- documents ---------------------------------------------------------------------------------
+
+    def counts(self) -> Counts:
+        rows = self._rows("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)")
+        return Counts(int(rows[0][0]), int(rows[0][1])) if rows else Counts(0, 0)
+
+    def document_states(
+        self, paths: Collection[str] | None = None, folders: Collection[str] = ()
+    ) -> dict[str, DocumentState]:
+        query = "SELECT id, path, size, mtime_ns, content_hash, parser FROM documents"
+        params: list[object] = []
+        if paths is not None:
+            # One statement, so the paths and the folders are read in the same snapshot. A folder is
+            # a range: "a/" ≤ path < "a0" ('0' follows '/'), in code-point order (COLLATE "C").
+            wanted = sorted({p for p in paths if "\x00" not in p})
+            clauses = ["path = ANY(%s::text[])"]
+            params.append(wanted)
+            for folder in folders:
+                if "\x00" not in folder:
+                    clauses.append("(path >= %s AND path < %s)")
+                    params += [folder + "/", folder + "0"]
+            query += " WHERE " + " OR ".join(clauses)
+        return {str(r[1]): DocumentState(*r) for r in self._rows(query, params)}
+
+    def document(self, path: str) -> DocumentRow | None:
+        if "\x00" in path:
+            return None
+        rows = self._rows(f"{_DOCUMENTS} WHERE path = %s", (path,))
+        return _document_row(rows[0]) if rows else None
+
+    def documents(self) -> list[DocumentRow]:
+        return [_document_row(r) for r in self._rows(f"{_DOCUMENTS} ORDER BY path")]
+
+    def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
+        if among is None:
+            rows = self._rows("SELECT path FROM documents WHERE size <= %s ORDER BY path", (max_bytes,))
+        else:
+            wanted = [p for p in among if "\x00" not in p]
+            rows = self._rows(
+                "SELECT path FROM documents WHERE size <= %s AND path = ANY(%s::text[]) ORDER BY path",
+                (max_bytes, wanted),
+            )
+        return [str(r[0]) for r in rows]
+
+    def skipped(self) -> list[SkippedPath]:
+        return [
+            SkippedPath(str(r[0]), str(r[1]))
+            for r in self._rows("SELECT path, reason FROM skipped ORDER BY path")
+        ]
+
+    # -- chunks ------------------------------------------------------------------------------------
+
+    def chunk(self, chunk_id: str) -> ChunkRow | None:
+        if "\x00" in chunk_id:
+            return None
+        rows = self._rows(f"{_CHUNKS} WHERE c.chunk_id = %s", (chunk_id,))
+        return _chunk_row(rows[0]) if rows else None
+
+    def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not len(rowids):
+            return {}
+        rows = self._rows(f"{_CHUNKS} WHERE c.id = ANY(%s::bigint[])", (_ints(rowids),))
+        return {int(r[0]): _chunk_row(r) for r in rows}
+
+    def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
+        if not len(rowids):
+            return {}
+        rows = self._rows(
+            "SELECT chunk, position, heading_path FROM chunk_sections WHERE chunk = ANY(%s::bigint[])"
+            " ORDER BY chunk, position",
+            (_ints(rowids),),
+        )
+        out: dict[int, list[SectionStart]] = {}
+        for rowid, offset, path in rows:
+            out.setdefault(int(rowid), []).append(SectionStart(int(offset), tuple(json.loads(path))))
+        return {rowid: tuple(starts) for rowid, starts in out.items()}
+
+    def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
+        rows = self._rows(
+            f"{_CHUNKS} WHERE c.document_id = %s AND c.ordinal BETWEEN %s AND %s ORDER BY c.ordinal",
+            (document_id, first, last),
+        )
+        return [_chunk_row(r) for r in rows]
+
+    def retired(self, chunk_id: str) -> RetiredChunk | None:
+        if "\x00" in chunk_id:
+            return None
+        rows = self._rows("SELECT path, retired_at FROM retired_chunks WHERE chunk_id = %s", (chunk_id,))
+        return RetiredChunk(str(rows[0][0]), float(rows[0][1])) if rows else None
+
+    # -- lexical candidates ------------------------------------------------------------------------
+
+    def lexical_candidates(
+        self,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        path_prefix: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[tuple[int, float]]:
+        """BM25 as FTS5 computes it, in one statement over the postings of the query's terms.
+
+        A term is a bound parameter, compared for equality with stored terms: nothing in it is ever
+        syntax (T7). A term with a NUL in it, which text cannot hold, matches nothing (stored terms
+        never hold one), as in FTS5, where NUL separates words.
+        """
+        if isinstance(terms, str):  # a string is a sequence of characters: never what a caller means
+            raise TypeError("lexical_candidates takes analyzed terms, not a query string")
+        searchable = [t for t in terms if "\x00" not in t]
+        if not searchable:
+            return []
+        params: dict[str, Any] = {
+            "terms": searchable, "wh": BM25_WEIGHTS[0], "wb": BM25_WEIGHTS[1], "k1": BM25_K1, "b": BM25_B,
+            "limit": None if limit < 0 else limit,
+        }  # fmt: skip
+        query = [_BM25]
+        filters = _filter_sql(path_prefix, tags, params)
+        if filters:
+            query.append("JOIN chunks c ON c.id = p.chunk JOIN documents d ON d.id = c.document_id")
+            query.append("WHERE " + " AND ".join(filters))
+        query.append("GROUP BY p.chunk ORDER BY score DESC, p.chunk LIMIT %(limit)s")
+        return [(int(r[0]), float(r[1])) for r in self._rows(" ".join(query), params)]
+
+    def holds_japanese(self) -> bool:
+        # A range over the terms' index (code-point order): one seek, whatever the size of the index.
+        rows = self._rows(
+            "SELECT 1 FROM postings WHERE term >= %s AND term <= %s LIMIT 1", ("\u3041", "\u9fff")
+        )
+        return bool(rows)
+
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """Counted from the postings each time: exact and current, so no cache is needed."""
+        wanted = sorted({t for t in terms if "\x00" not in t})
+        if not wanted:
+            return {}
+        rows = self._rows(
+            "SELECT term, count(*) FROM postings WHERE term = ANY(%s::text[]) GROUP BY term", (wanted,)
+        )
+        found = {str(r[0]): int(r[1]) for r in rows}
+        return {t: found[t] for t in terms if t in found}
+
+    def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
+        """The postings are the analyzer's output as given, so this is the index's own view of the
+        chunk, without re-analyzing its text."""
+        out: dict[int, set[str]] = {int(r): set() for r in rowids}
+        wanted = sorted({t for t in terms if "\x00" not in t})
+        if not wanted or not out:
+            return out
+        rows = self._rows(
+            "SELECT chunk, term FROM postings WHERE term = ANY(%s::text[]) AND chunk = ANY(%s::bigint[])",
+            (wanted, list(out)),
+        )
+        for rowid, term in rows:
+            out[int(rowid)].add(str(term))
+        return out
+
+    def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
+        params: dict[str, Any] = {}
+        filters = _filter_sql(path_prefix, tags, params)
+        if not filters:
+            return None
+        where = " AND ".join(filters)
+        rows = self._rows(
+            f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE {where}", params
+        )
+        return {int(r[0]) for r in rows}
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    def embedded_count(self) -> int:
+        rows = self._rows(f"SELECT count(*) {_WITH_VECTOR}")
+        return int(rows[0][0]) if rows else 0
+
+    def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
+        if "\x00" in after:  # no hash holds NUL, so the hashes after "ab\x00…" are those after "ab"
+            after = after[: after.index("\x00")]
+        rows = self._rows(
+            "SELECT DISTINCT ON (c.content_hash) c.content_hash, c.heading_path, c.text FROM chunks c"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
+            " AND c.content_hash > %s ORDER BY c.content_hash, c.id LIMIT %s",
+            (after, None if limit is None else max(int(limit), 0)),
+        )
+        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), _text(r[2])) for r in rows]
+
+    def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
+        if not len(document_ids):
+            return []
+        rows = self._rows(
+            "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
+            " AND c.document_id = ANY(%s::bigint[]) ORDER BY c.document_id, c.ordinal",
+            (_ints(document_ids),),
+        )
+        out: dict[str, PendingChunk] = {}
+        for h, heading_path, text in rows:
+            if h not in out:
+                out[h] = PendingChunk(str(h), tuple(json.loads(heading_path)), _text(text))
+        return list(out.values())
+
+    def pending_vector_count(self) -> int:
+        rows = self._rows(
+            "SELECT count(DISTINCT c.content_hash) FROM chunks c"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
+        return _matrix(self._vector_rows(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id", ()), dim)
+
+    def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
+        if page <= 0:
+            raise ValueError(f"page must be positive, not {page}")
+        after = -1
+        while True:
+            rows = self._vector_rows(
+                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > %s ORDER BY c.id LIMIT %s", (after, page)
+            )
+            if not rows:
+                return
+            ids, matrix = _matrix(rows, dim)
+            yield ids, matrix
+            after = int(ids[-1])
+
+    def vector_rowids(self) -> RowIds:
+        rows = self._rows(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id")
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
+        if not len(rowids):
+            return _matrix([], dim)
+        rows = self._vector_rows(
+            f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id = ANY(%s::bigint[]) ORDER BY c.id",
+            (_ints(rowids),),
+        )
+        return _matrix(rows, dim)
+
+
+# -- rows to records ---------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    return bytes(value).decode("utf-8", "surrogatepass")
+
+
+def _ints(values: Sequence[int]) -> list[int]:
+    return [int(v) for v in values]
+
+
+def _document_row(r: TupleRow) -> DocumentRow:
+    return DocumentRow(
+        id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=_text(r[5]),
+        tags=tuple(json.loads(r[6])), date=r[7], frontmatter=json.loads(r[8]),
+        warnings=tuple(json.loads(r[9])), indexed_at=float(r[10]),
+    )  # fmt: skip
+
+
+def _chunk_row(r: TupleRow) -> ChunkRow:
+    return ChunkRow(
+        rowid=int(r[0]), chunk_id=r[1], document_id=int(r[2]), path=r[3], title=_text(r[4]),
+        ordinal=int(r[5]), start=int(r[6]), end=int(r[7]), line_start=int(r[8]), line_end=int(r[9]),
+        heading_path=tuple(json.loads(r[10])), text=_text(r[11]), content_hash=r[12],
+        tags=tuple(json.loads(r[13])), parser=r[14],
+    )  # fmt: skip
+
+
+def _matrix(rows: Sequence[TupleRow], dim: int) -> tuple[RowIds, Matrix]:
+    """Rowids and vectors as the dense leg takes them; a vector of another dimension raises, as a
+    misshapen row does in the SQLite store."""
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.empty((len(rows), dim), dtype=np.float32)
+    for i, r in enumerate(rows):
+        matrix[i] = r[1].to_numpy()
+    return ids, matrix
+
+
+def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: dict[str, Any]) -> list[str]:
+    """SQL conditions (to be AND-ed) on ``d`` for the search filters; adds their parameters.
+
+    The prefix is compared literally, ASCII letters folded on both sides, exactly the matches of
+    SQLite's ``LIKE`` (no pattern characters at all here, so none to escape). Tags compare folded.
+    """
+    clauses: list[str] = []
+    if path_prefix:
+        if "\x00" in path_prefix:  # no path holds one
+            clauses.append("false")
+        else:
+            params["prefix_length"] = len(path_prefix)
+            params["prefix"] = path_prefix.translate(str.maketrans(_ASCII_UPPER, _ASCII_LOWER))
+            clauses.append(
+                f"translate(left(d.path, %(prefix_length)s), '{_ASCII_UPPER}', '{_ASCII_LOWER}') = %(prefix)s"
+            )
+    for i, tag in enumerate(tags):
+        params[f"tag{i}"] = fold_tag(tag)
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM document_tags t WHERE t.document_id = d.id AND t.tag = %(tag{i})s)"
+        )
+    return clauses

@@ -1,0 +1,333 @@
+"""The PostgreSQL index's layout: one schema per knowledge base, its tables, its version, and its lock key.
+
+Every knowledge base in a database lives in its own schema, ``kbseek_<name>``, so several teams'
+indexes share one server without a table of theirs ever touching another's, and dropping the schema
+removes one index whole. The tables mirror the SQLite ones (``kbseek.store.schema``) except for the
+lexical index: SQLite's FTS5 is replaced by a postings table with per-chunk term frequencies, from
+which ``postgres.py`` computes FTS5's own BM25 (docs/decisions/0030).
+
+Like the SQLite index, this is derived data: an index of an older schema is dropped and rebuilt by
+the next pass, and one written by a newer kbseek is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
+
+from kbseek.errors import ConfigError, IndexIncompatible
+from kbseek.store.schema import META_SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+SCHEMA_PREFIX = "kbseek_"
+"""Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
+another application's schema, and a person listing schemas sees which are kbseek's."""
+
+KB_NAME = re.compile(r"[a-z0-9_]{1,48}")
+"""What a knowledge-base name may be: a schema name that needs no quoting and fits PostgreSQL's
+63-byte limit with the prefix."""
+
+LOCK_CLASS = 0x6B627365
+"""The first half of every kbseek advisory-lock key ("kbse"); the second half names the knowledge
+base, so two knowledge bases never wait for each other and no other application's locks collide."""
+
+SETUP_LOCK = 0
+"""The second half of the key taken while creating any knowledge base's schema (and the ``vector``
+extension, which two schemas created at once would otherwise both try to create)."""
+
+TABLES = (
+    "meta",
+    "documents",
+    "document_tags",
+    "chunks",
+    "postings",
+    "lexical_stats",
+    "chunk_sections",
+    "embeddings",
+    "retired_chunks",
+    "skipped",
+)
+"""Every table of the layout, so an older one can be dropped table by table and a schema holding
+anything else is recognised as not kbseek's."""
+
+# Texts that are sorted, compared as ranges or matched byte for byte are COLLATE "C": code-point
+# order, as SQLite and Python sort, whatever locale the database was created with. Free text that may
+# hold a NUL character (a chunk's text, a title) is bytea: PostgreSQL's text cannot hold NUL, and
+# a Markdown file may.
+DDL = """
+CREATE TABLE meta (
+    key   text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+);
+
+CREATE TABLE documents (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    path         text COLLATE "C" NOT NULL UNIQUE,
+    parser       text NOT NULL,
+    size         bigint NOT NULL,          -- bytes on disk when indexed (D8)
+    chars        bigint NOT NULL,          -- length of the served text
+    mtime_ns     bigint NOT NULL,
+    content_hash text NOT NULL,
+    title        bytea NOT NULL,           -- UTF-8
+    frontmatter  text NOT NULL,            -- JSON object
+    tags         text NOT NULL,            -- JSON array of strings, case kept
+    date         text,
+    warnings     text NOT NULL,            -- JSON array of strings
+    indexed_at   double precision NOT NULL
+);
+
+-- The tags again, folded (ASCII letters lower-cased), for the tag filter.
+CREATE TABLE document_tags (
+    document_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    tag         text COLLATE "C" NOT NULL,
+    PRIMARY KEY (document_id, tag)
+);
+CREATE INDEX document_tags_by_tag ON document_tags(tag);
+
+CREATE TABLE chunks (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- a sequence: never reused
+    chunk_id      text COLLATE "C" NOT NULL UNIQUE,
+    document_id   bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal       bigint NOT NULL,
+    start         bigint NOT NULL,
+    "end"         bigint NOT NULL,
+    line_start    bigint NOT NULL,
+    line_end      bigint NOT NULL,
+    heading_path  text NOT NULL,           -- JSON array of strings
+    text          bytea NOT NULL,          -- UTF-8
+    content_hash  text COLLATE "C" NOT NULL,
+    heading_terms bigint NOT NULL,         -- BM25's document length is the two added together
+    body_terms    bigint NOT NULL
+);
+CREATE INDEX chunks_by_document ON chunks(document_id, ordinal);
+CREATE INDEX chunks_by_content ON chunks(content_hash);
+
+-- The analyzed terms of each chunk, as ingest gave them, with how often each occurs where, and the
+-- chunk's length again: BM25 then reads a term's postings from the index alone, with no chunk row.
+CREATE TABLE postings (
+    term        text COLLATE "C" NOT NULL,
+    chunk       bigint NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    tf_heading  integer NOT NULL,
+    tf_body     integer NOT NULL,
+    chunk_terms bigint NOT NULL,           -- heading_terms + body_terms of the chunk
+    PRIMARY KEY (term, chunk) INCLUDE (tf_heading, tf_body, chunk_terms)
+);
+CREATE INDEX postings_by_chunk ON postings(chunk);
+
+-- BM25's collection statistics, kept by the writer: one row.
+CREATE TABLE lexical_stats (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    chunks bigint NOT NULL,
+    terms  bigint NOT NULL
+);
+INSERT INTO lexical_stats (chunks, terms) VALUES (0, 0);
+
+-- Sections merged into a chunk after its start, so a hit inside one names its own heading.
+CREATE TABLE chunk_sections (
+    chunk        bigint NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    position     bigint NOT NULL,          -- characters into the chunk's text
+    heading_path text NOT NULL             -- JSON array of strings
+);
+CREATE INDEX chunk_sections_by_chunk ON chunk_sections(chunk, position);
+
+-- Vectors keyed by chunk content, so unchanged text is never embedded twice. No fixed dimension:
+-- fixing it at the first vector would take ALTER TABLE, whose lock makes every reader wait.
+CREATE TABLE embeddings (
+    content_hash text COLLATE "C" PRIMARY KEY,
+    vector       vector NOT NULL
+);
+
+-- Chunk ids that existed once, so a stale id gets a precise answer (T5).
+CREATE TABLE retired_chunks (
+    chunk_id   text COLLATE "C" PRIMARY KEY,
+    path       text NOT NULL,
+    retired_at double precision NOT NULL
+);
+CREATE INDEX retired_chunks_by_age ON retired_chunks(retired_at);
+
+CREATE TABLE skipped (
+    path   text COLLATE "C" PRIMARY KEY,
+    reason text NOT NULL
+);
+"""
+
+
+def schema_name(kb_name: str) -> str:
+    """The schema of knowledge base ``kb_name``; refuses a name that could not safely be one."""
+    if not isinstance(kb_name, str) or not KB_NAME.fullmatch(kb_name):
+        raise ConfigError(
+            f"the knowledge-base name {kb_name!r} cannot name a PostgreSQL index: use 1 to 48 "
+            "lower-case ASCII letters, digits or underscores (for example 'team_notes')"
+        )
+    return SCHEMA_PREFIX + kb_name
+
+
+def lock_key(schema: str) -> int:
+    """The second half of the knowledge base's advisory-lock key: the same in every process.
+
+    Python's ``hash`` differs between processes, so the key is cut from a digest; 31 bits keep it a
+    non-negative int4, which ``pg_locks`` shows as the same number. Two names sharing a key would
+    only make their writers wait for each other, never mix their data.
+    """
+    digest = hashlib.blake2b(schema.encode("ascii"), digest_size=4).digest()
+    return (int.from_bytes(digest, "big") & 0x7FFF_FFFF) or 1  # 0 is SETUP_LOCK
+
+
+def display_url(url: str) -> str:
+    """The connection URL as a person may see it: everything but the password (and other secrets).
+
+    Parsed with libpq's own rules, so a password in the userinfo, in ``?password=`` or in a
+    ``key=value`` string is left out alike; what remains is rebuilt, never the original string.
+    """
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(an unreadable URL)"
+    user = params.get("user")
+    host = str(params.get("host") or "")
+    port = params.get("port")
+    dbname = params.get("dbname")
+    out = "postgresql://"
+    if user:
+        out += f"{user}@"
+    socket_dir = host.startswith("/")
+    if host and not socket_dir:
+        out += host
+        if port:
+            out += f":{port}"
+    out += f"/{dbname or ''}"
+    if socket_dir:
+        out += f"?host={host}"
+    return out
+
+
+# -- creating and checking the schema ------------------------------------------------------------------
+
+
+def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> None:
+    """Check the knowledge base's schema, and create or rebuild it when it must change.
+
+    The common case, a schema of this version, writes nothing and takes no lock. Otherwise the setup
+    runs in one transaction under the setup lock, and the version is checked again inside it: another
+    process may be creating the same schema at the same moment.
+    """
+    if schema_version(conn, schema, location=location) == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, SETUP_LOCK))
+        version = schema_version(conn, schema, location=location)
+        if version != SCHEMA_VERSION:
+            _create_extension(conn, location)
+            if version is not None:
+                log.warning(
+                    "index schema %s of %s is older than %s: rebuilding the index",
+                    version,
+                    location,
+                    SCHEMA_VERSION,
+                )
+                for table in reversed(TABLES):
+                    conn.execute(
+                        sql.SQL("DROP TABLE IF EXISTS {}.{} CASCADE").format(
+                            sql.Identifier(schema), sql.Identifier(table)
+                        )
+                    )
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
+                sql.Identifier(schema), sql.Identifier(extension_schema(conn) or "public")
+            ))  # fmt: skip
+            conn.execute(DDL)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s)", (META_SCHEMA_VERSION, str(SCHEMA_VERSION))
+            )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def schema_version(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> int | None:
+    """The recorded version; ``None`` when there is no schema or an empty one (nothing to keep).
+
+    A schema holding tables that are not kbseek's, or kbseek tables without a version, is refused
+    rather than dropped: only a schema this code recognises as an index is ever rebuilt.
+    """
+    tables = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+            (schema,),
+        )
+    }
+    if not tables:
+        return None
+    foreign = tables - set(TABLES)
+    version: int | None = None
+    if "meta" in tables and not foreign:
+        row = conn.execute(
+            sql.SQL("SELECT value FROM {}.meta WHERE key = %s").format(sql.Identifier(schema)),
+            (META_SCHEMA_VERSION,),
+        ).fetchone()
+        version = _int_or_none(row[0]) if row else None
+    if version is None:
+        raise IndexIncompatible(
+            f"the schema {schema} in {location} holds tables that are not a kbseek index "
+            f"({', '.join(sorted(foreign or tables))}); choose another knowledge-base name, or drop "
+            "that schema if nothing else uses it"
+        )
+    if version > SCHEMA_VERSION:
+        raise IndexIncompatible(
+            f"the index {location} was written by a newer kbseek (schema {version}, this one reads "
+            f"{SCHEMA_VERSION}); upgrade kbseek, or drop the schema {schema} to rebuild it"
+        )
+    return version
+
+
+def extension_schema(conn: psycopg.Connection[TupleRow]) -> str | None:
+    """The schema holding pgvector's ``vector`` type, or ``None`` when the extension is not installed.
+
+    The index's connections put it on their ``search_path`` after the knowledge base's own schema:
+    the extension lives wherever it was installed (``public`` by default, but not necessarily).
+    """
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'vector'"
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _create_extension(conn: psycopg.Connection[TupleRow], location: str) -> None:
+    if extension_schema(conn) is not None:
+        return
+    try:
+        conn.execute("SAVEPOINT extension")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("RELEASE SAVEPOINT extension")
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.FeatureNotSupported) as exc:
+        raise ConfigError(
+            f"the database {location} has no pgvector extension and this user cannot add it "
+            f"({exc.diag.message_primary or exc}); ask its administrator to run "
+            "`CREATE EXTENSION vector` in it once"
+        ) from exc
+    except psycopg.errors.UndefinedFile as exc:
+        raise ConfigError(
+            f"the PostgreSQL server of {location} does not have pgvector installed "
+            f"({exc.diag.message_primary or exc}); install pgvector on the server, or use another one"
+        ) from exc
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None

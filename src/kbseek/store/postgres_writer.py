@@ -1,0 +1,272 @@
+"""The writes of one PostgreSQL transaction: :class:`PostgresWriter`, the ``StoreWriter`` of ``PostgresStore``.
+
+A writer exists only inside ``PostgresStore.transaction()``, on the connection that holds the
+transaction and the knowledge base's advisory lock, so every statement here runs inside it. Rows go
+in as arrays, one statement per table per document, so a document costs a handful of round trips
+to a server across the network rather than one per chunk or per term.
+
+The lexical text arrives analyzed (``ChunkInput``): it is only split on whitespace here, into the
+postings and the per-chunk lengths that BM25 needs, and the collection statistics move with them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from pgvector import Vector
+from psycopg.rows import TupleRow
+
+from kbseek.errors import KbBug
+from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.schema import (
+    META_EMBED_DIM,
+    META_EMBED_MODEL,
+    META_EMBED_SCHEME,
+    META_EMBEDDING,
+    META_LAST_PASS_AT,
+    META_PARSE_VERSION,
+    RETIRED_CHUNKS_KEPT,
+)
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_tag(tag: str) -> str:
+    """A tag as the filter compares it: ASCII letters in either case match, as in the SQLite store
+    (its ``lower()`` folds ASCII only). NUL, which text cannot hold, becomes U+FFFD on both sides."""
+    return tag.translate(_ASCII_LOWER).replace("\x00", "\ufffd")
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The terms of analyzed text. NUL separates words, as FTS5's tokenizer treats it in SQLite."""
+    return text.replace("\x00", " ").split()
+
+
+def to_bytes(text: str) -> bytes:
+    """Free text for a bytea column: lossless, NUL included (``surrogatepass`` as SQLite keeps any str)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+class PostgresWriter:
+    """Writes on the connection of one open transaction (see ``base.StoreWriter`` for the guarantees)."""
+
+    def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
+        self._conn = conn
+
+    # -- documents and chunks ----------------------------------------------------------------------
+
+    def write_document(self, document: DocumentInput, *, replaces: int | None) -> int:
+        conn = self._conn
+        now = time.time()
+        values = (
+            document.path, document.parser, document.size, document.chars, document.mtime_ns,
+            document.content_hash, to_bytes(document.title),
+            json.dumps(dict(document.frontmatter), ensure_ascii=False, default=str),
+            json.dumps(list(document.tags), ensure_ascii=False), document.date,
+            json.dumps(list(document.warnings), ensure_ascii=False), now,
+        )  # fmt: skip
+        if replaces is None:
+            row = conn.execute(
+                "INSERT INTO documents (path, parser, size, chars, mtime_ns, content_hash, title,"
+                " frontmatter, tags, date, warnings, indexed_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                values,
+            ).fetchone()
+            assert row is not None
+            doc_id = int(row[0])
+        else:
+            doc_id = replaces
+            self._retire_chunks(doc_id, now)
+            conn.execute(
+                "UPDATE documents SET path=%s, parser=%s, size=%s, chars=%s, mtime_ns=%s, content_hash=%s,"
+                " title=%s, frontmatter=%s, tags=%s, date=%s, warnings=%s, indexed_at=%s WHERE id=%s",
+                (*values, doc_id),
+            )
+            conn.execute("DELETE FROM document_tags WHERE document_id = %s", (doc_id,))
+        tags = sorted({fold_tag(t) for t in document.tags})
+        if tags:
+            conn.execute(
+                "INSERT INTO document_tags (document_id, tag) SELECT %s, t FROM unnest(%s::text[]) AS t",
+                (doc_id, tags),
+            )
+        self._insert_chunks(doc_id, document.chunks)
+        return doc_id
+
+    def _insert_chunks(self, doc_id: int, chunks: Sequence[ChunkInput]) -> None:
+        """The chunk rows, their postings and sections, and the collection statistics.
+
+        The postings hold the analyzed text exactly as given, split on whitespace; the lexical
+        index holds display text (docs/decisions/0009), which ingest made.
+        """
+        if not chunks:
+            return
+        conn = self._conn
+        heading_terms = [lexical_terms(e.lexical_heading) for e in chunks]
+        body_terms = [lexical_terms(e.lexical_body) for e in chunks]
+        cs = [e.chunk for e in chunks]
+        rows = conn.execute(
+            "INSERT INTO chunks (chunk_id, document_id, ordinal, start, \"end\", line_start, line_end,"
+            " heading_path, text, content_hash, heading_terms, body_terms)"
+            " SELECT c, %s, o, s, e, ls, le, h, t, ch, ht, bt FROM unnest("
+            "%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[],"
+            " %s::text[], %s::bytea[], %s::text[], %s::bigint[], %s::bigint[])"
+            " AS u(c, o, s, e, ls, le, h, t, ch, ht, bt) RETURNING id, chunk_id",
+            (
+                doc_id, [c.chunk_id for c in cs], [c.ordinal for c in cs], [c.start for c in cs],
+                [c.end for c in cs], [c.line_start for c in cs], [c.line_end for c in cs],
+                [json.dumps(list(c.heading_path), ensure_ascii=False) for c in cs],
+                [to_bytes(c.text) for c in cs], [c.content_hash for c in cs],
+                [len(h) for h in heading_terms], [len(b) for b in body_terms],
+            ),
+        ).fetchall()  # fmt: skip
+        rowid_of = {str(r[1]): int(r[0]) for r in rows}
+        rowids = [rowid_of[c.chunk_id] for c in cs]
+
+        terms: list[str] = []
+        owners: list[int] = []
+        in_heading: list[int] = []
+        in_body: list[int] = []
+        lengths: list[int] = []
+        for rowid, heading, body in zip(rowids, heading_terms, body_terms, strict=True):
+            h, b = Counter(heading), Counter(body)
+            for term in h.keys() | b.keys():
+                terms.append(term)
+                owners.append(rowid)
+                in_heading.append(h[term])
+                in_body.append(b[term])
+                lengths.append(len(heading) + len(body))
+        if terms:
+            conn.execute(
+                "INSERT INTO postings (term, chunk, tf_heading, tf_body, chunk_terms) SELECT * FROM"
+                " unnest(%s::text[], %s::bigint[], %s::integer[], %s::integer[], %s::bigint[])",
+                (terms, owners, in_heading, in_body, lengths),
+            )
+        conn.execute(
+            "UPDATE lexical_stats SET chunks = chunks + %s, terms = terms + %s",
+            (len(cs), sum(map(len, heading_terms)) + sum(map(len, body_terms))),
+        )
+
+        sections = [(rowid, s) for rowid, c in zip(rowids, cs, strict=True) for s in c.sections]
+        if sections:
+            conn.execute(
+                "INSERT INTO chunk_sections (chunk, position, heading_path)"
+                " SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[])",
+                (
+                    [r for r, _ in sections],
+                    [s.offset for _, s in sections],
+                    [json.dumps(list(s.heading_path), ensure_ascii=False) for _, s in sections],
+                ),
+            )
+        conn.execute(
+            "DELETE FROM retired_chunks WHERE chunk_id = ANY(%s::text[])", ([c.chunk_id for c in cs],)
+        )
+
+    def _retire_chunks(self, doc_id: int, now: float) -> None:
+        """Retire the document's chunk ids and delete its chunks (postings and sections go with them)."""
+        conn = self._conn
+        conn.execute(
+            "INSERT INTO retired_chunks (chunk_id, path, retired_at)"
+            " SELECT c.chunk_id, d.path, %s FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE c.document_id = %s"
+            " ON CONFLICT (chunk_id) DO UPDATE SET path = EXCLUDED.path, retired_at = EXCLUDED.retired_at",
+            (now, doc_id),
+        )
+        conn.execute(
+            "WITH gone AS (DELETE FROM chunks WHERE document_id = %s RETURNING heading_terms + body_terms AS n)"
+            " UPDATE lexical_stats SET chunks = chunks - (SELECT count(*) FROM gone),"
+            " terms = terms - (SELECT coalesce(sum(n), 0) FROM gone)",
+            (doc_id,),
+        )
+
+    def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
+        self._conn.execute(
+            "UPDATE documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, document_id)
+        )
+
+    def delete_document(self, document_id: int) -> None:
+        self._retire_chunks(document_id, time.time())
+        self._conn.execute("DELETE FROM documents WHERE id = %s", (document_id,))
+
+    def replace_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
+        last = dict(skipped)  # a repeated path keeps its last reason
+        self._conn.execute("DELETE FROM skipped")
+        if last:
+            self._conn.execute(
+                "INSERT INTO skipped (path, reason) SELECT * FROM unnest(%s::text[], %s::text[])",
+                (list(last), list(last.values())),
+            )
+
+    def prune(self) -> None:
+        self._conn.execute(
+            "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+        )
+        self._conn.execute(
+            "DELETE FROM retired_chunks WHERE chunk_id IN (SELECT chunk_id FROM retired_chunks"
+            " ORDER BY retired_at DESC OFFSET %s)",
+            (RETIRED_CHUNKS_KEPT,),
+        )
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    def put_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        """Kept as pgvector's float4, which holds a float32 exactly, sent in binary.
+
+        One index holds one dimension: vectors of two models are never mixed (``base.EmbeddingRecord``),
+        and a matrix of the index's vectors could not be built otherwise, so a vector of another
+        dimension is refused here rather than found by the next search.
+        """
+        if not vectors:
+            return
+        rows = [(h, Vector(np.asarray(v, dtype=np.float32))) for h, v in vectors.items()]
+        dims = {v.dimensions() for _, v in rows}
+        row = self._conn.execute(
+            "SELECT vector_dims(vector) FROM embeddings WHERE NOT (content_hash = ANY(%s::text[])) LIMIT 1",
+            ([h for h, _ in rows],),
+        ).fetchone()
+        if row is not None:
+            dims.add(int(row[0]))
+        if len(dims) > 1:
+            raise KbBug(
+                f"vectors of dimensions {sorted(dims)} were written into one index; "
+                "vectors of two models are never mixed (clear_vectors first)"
+            )
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embeddings (content_hash, vector) VALUES (%s, %b)"
+                " ON CONFLICT (content_hash) DO UPDATE SET vector = EXCLUDED.vector",
+                rows,
+            )
+
+    def clear_vectors(self) -> None:
+        # DELETE, not TRUNCATE: TRUNCATE's lock would make every reader wait for this transaction.
+        self._conn.execute("DELETE FROM embeddings")
+        self._conn.execute("DELETE FROM meta WHERE key = ANY(%s::text[])", (list(META_EMBEDDING),))
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
+        self._set_meta(META_LAST_PASS_AT, repr(finished_at))
+        self._set_meta(META_PARSE_VERSION, str(parse_version))
+
+    def record_embedding(self, embedding: EmbeddingRecord) -> None:
+        self._set_meta(META_EMBED_MODEL, embedding.model)
+        self._set_meta(META_EMBED_DIM, None if embedding.dim is None else str(embedding.dim))
+        self._set_meta(META_EMBED_SCHEME, embedding.scheme)
+
+    def _set_meta(self, key: str, value: str | None) -> None:
+        """``None`` removes the key, so that reading it back gives ``None`` again."""
+        if value is None:
+            self._conn.execute("DELETE FROM meta WHERE key = %s", (key,))
+        else:
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, value),
+            )

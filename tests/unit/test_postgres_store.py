@@ -1,0 +1,328 @@
+"""What is particular to the PostgreSQL store, on a real server (``tests/postgres_server.py``).
+
+The protocol's guarantees are pinned for both backends by ``test_store_contract.py``; these tests pin
+what only a shared database raises: that its lexical ranking is SQLite's own BM25, that two
+knowledge bases in one database stay apart, that two processes' writers are kept from each other by
+an advisory lock, that a password never reaches a message, and that a knowledge-base name which
+could not safely name a schema is refused before anything is sent to the server.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly, KbBug
+from kbseek.store.base import Counts, IndexMeta, Store
+from kbseek.store.sqlite import SqliteStore
+from tests import postgres_server
+from tests.unit.test_store_contract import chunk, document, rowids_of, write
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
+from kbseek.store.postgres import PostgresStore  # noqa: E402
+from kbseek.store.postgres_schema import SCHEMA_PREFIX, display_url  # noqa: E402
+
+
+@pytest.fixture
+def url() -> str:
+    return postgres_server.url()
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[PostgresStore]:
+    s = PostgresStore(url, postgres_server.kb_name())
+    yield s
+    s.close()
+
+
+def _sql(url: str, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def _schemas(url: str) -> set[str]:
+    return {str(r[0]) for r in _sql(url, "SELECT nspname FROM pg_namespace")}
+
+
+# -- BM25 as the SQLite store computes it ----------------------------------------------------------
+
+_WORDS = [f"w{i}" for i in range(40)] + ["障害", "対応", "手順", "猫"]
+
+
+def _words(rng: random.Random, n: int) -> str:
+    """Zipf-like: a few words in most chunks (IDF clamped to 1e-6), many rare ones."""
+    return " ".join(rng.choices(_WORDS, weights=[1 / (i + 1) for i in range(len(_WORDS))], k=n))
+
+
+def _corpus(seed: int) -> list:
+    rng = random.Random(seed)
+    docs = []
+    for d in range(60):
+        path = f"{rng.choice(['notes', 'Runbooks', 'a_b'])}/{d}.md"
+        chunks = [
+            chunk(path, i, f"chunk {d} {i}", lexical=_words(rng, rng.randint(0, 40)),
+                  lexical_heading=_words(rng, rng.randint(0, 4)))
+            for i in range(rng.randint(1, 3))
+        ]  # fmt: skip
+        docs.append(
+            document(path, *chunks, tags=tuple(rng.sample(["Ops", "deploy", "db"], rng.randint(0, 2))))
+        )
+    return docs
+
+
+@pytest.fixture
+def both(url: str, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """The same documents in an SQLite store and a PostgreSQL one."""
+    lite, pg = SqliteStore(tmp_path / "index.sqlite"), PostgresStore(url, postgres_server.kb_name())
+    docs = _corpus(7)
+    write(lite, *docs)
+    write(pg, *docs)
+    path = docs[0].path
+    edited = document(path, chunk(path, 0, "edited", lexical="w1 w2 w3 障害 w1", lexical_heading="w5"))
+    with lite.transaction() as tx, pg.transaction() as ptx:  # a replaced and a deleted document too
+        for writer, store in ((tx, lite), (ptx, pg)):
+            states = store.document_states()
+            writer.write_document(edited, replaces=states[path].id)
+            writer.delete_document(states[docs[2].path].id)
+    yield lite, pg
+    lite.close()
+    pg.close()
+
+
+def _scored(store: Store, terms: list[str], **filters: object) -> list[tuple[str, float]]:
+    hits = store.lexical_candidates(terms, **filters)  # type: ignore[arg-type]
+    rows = store.chunks_by_rowid([r for r, _ in hits])
+    return [(rows[r].chunk_id, s) for r, s in hits]
+
+
+def test_lexical_scores_are_the_sqlite_stores_bm25(both: tuple[Store, Store]) -> None:
+    """Every candidate with the same score, to rounding, and the same best ten: the two backends rank
+    a knowledge base alike (ties may come in another order, so the top ten compare by score)."""
+    lite, pg = both
+    rng = random.Random(11)
+    filters: list[dict[str, object]] = [
+        {},
+        {"path_prefix": "notes/"},
+        {"path_prefix": "RUNBOOKS"},
+        {"tags": ["ops"]},
+    ]
+    for n in range(150):
+        terms = rng.choices([*_WORDS, "absent", "w1"], k=rng.randint(1, 6))  # duplicates included
+        chosen = filters[n % len(filters)]
+        full_lite = dict(_scored(lite, terms, limit=1000, **chosen))
+        full_pg = _scored(pg, terms, limit=1000, **chosen)
+        assert dict(full_pg).keys() == full_lite.keys(), terms
+        for chunk_id, score in full_pg:
+            assert math.isclose(score, full_lite[chunk_id], rel_tol=1e-9), (terms, chunk_id)
+        assert [s for _, s in full_pg] == sorted((s for _, s in full_pg), reverse=True)
+        top_lite = [s for _, s in _scored(lite, terms, limit=10, **chosen)]
+        top_pg = [s for _, s in _scored(pg, terms, limit=10, **chosen)]
+        assert len(top_pg) == len(top_lite) and all(map(math.isclose, top_pg, top_lite)), terms
+
+
+def test_term_statistics_agree_with_the_sqlite_store(both: tuple[Store, Store]) -> None:
+    lite, pg = both
+    terms = [*_WORDS, "absent"]
+    assert pg.document_frequencies(terms) == lite.document_frequencies(terms)
+    assert pg.holds_japanese() and lite.holds_japanese()
+    assert pg.counts() == lite.counts()
+    ids = [c.chunk_id for c in lite.chunks_by_rowid(list(range(1, 300))).values()]
+    lite_rows, pg_rows = rowids_of(lite, *ids), rowids_of(pg, *ids)
+    by_id_lite = dict(zip(ids, lite_rows, strict=True))
+    by_id_pg = dict(zip(ids, pg_rows, strict=True))
+    matched_lite = lite.rows_matching_each_term(terms, lite_rows)
+    matched_pg = pg.rows_matching_each_term(terms, pg_rows)
+    assert {i: matched_pg[by_id_pg[i]] for i in ids} == {i: matched_lite[by_id_lite[i]] for i in ids}
+
+
+# -- knowledge bases and writers -------------------------------------------------------------------
+
+
+def test_two_knowledge_bases_in_one_database_stay_apart(url: str) -> None:
+    one, two = PostgresStore(url, postgres_server.kb_name()), PostgresStore(url, postgres_server.kb_name())
+    try:
+        write(one, document("a.md", "alpha shared"))
+        write(two, document("b.md", "beta shared"), document("c.md", "gamma"))
+        with one.transaction() as tx:
+            tx.record_pass(finished_at=1.0, parse_version=1)
+            tx.replace_skipped([("x.bin", "binary")])
+        assert one.counts() == (1, 1) and two.counts() == (2, 2)
+        assert [d.path for d in two.documents()] == ["b.md", "c.md"]
+        assert len(one.lexical_candidates(["shared"], limit=10)) == 1
+        assert two.document_frequencies(["shared", "alpha"]) == {"shared": 1}
+        assert two.meta() == IndexMeta() and two.skipped() == []
+        with one.transaction():  # one's writer does not hold two's back
+            write(two, document("d.md", "delta"))
+        assert two.counts() == (3, 3) and one.counts() == (1, 1)
+        assert one.location != two.location
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_second_writer_of_the_same_knowledge_base_is_told_the_index_is_locked(url: str) -> None:
+    name = postgres_server.kb_name()
+    first, second = PostgresStore(url, name), PostgresStore(url, name, lock_wait=0.2)
+    try:
+        with first.transaction() as tx:
+            tx.write_document(document("a.md", "alpha"), replaces=None)
+            started = time.monotonic()
+            with pytest.raises(IndexLocked) as refused, second.transaction():
+                pytest.fail("the second writer got in")
+            assert time.monotonic() - started < 5
+            assert second.counts() == (0, 0)  # its reads still answer, from the last commit
+        message = str(refused.value)
+        assert second.location in message and "being written by another kbseek process" in message
+        assert "kbseek pid" in message  # the holder, as its connection named itself
+        write(second, document("b.md", "beta"))  # the lock went with the first transaction
+        assert first.counts() == (2, 2)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_writer_waits_for_a_short_transaction_of_another_process(url: str) -> None:
+    name = postgres_server.kb_name()
+    first, second = PostgresStore(url, name), PostgresStore(url, name, lock_wait=10.0)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with first.transaction() as tx:
+            tx.write_document(document("a.md", "alpha"), replaces=None)
+            inside.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(10)
+        threading.Timer(0.3, release.set).start()
+        write(second, document("b.md", "beta"))  # waits for the first to commit, then writes
+        assert second.counts() == (2, 2)
+    finally:
+        release.set()
+        holder.join(10)
+        first.close()
+        second.close()
+
+
+def test_an_interrupted_transaction_leaves_the_index_unlocked(store: PostgresStore, url: str) -> None:
+    with pytest.raises(KeyboardInterrupt), store.transaction() as tx:
+        tx.write_document(document("a.md", "alpha"), replaces=None)
+        raise KeyboardInterrupt
+    other = PostgresStore(url, store.schema.removeprefix(SCHEMA_PREFIX), lock_wait=0)
+    try:
+        write(other, document("b.md", "beta"))
+        assert store.counts() == (1, 1)
+    finally:
+        other.close()
+
+
+# -- names, URLs and opening ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", "Team", "team-notes", "a b", "x" * 49, "notes;drop", "ü", "a\n", "a.b"])
+def test_a_name_that_cannot_name_a_schema_is_refused_before_connecting(name: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        PostgresStore("postgresql://nobody@/nowhere?host=/nonexistent", name)
+    message = str(refused.value)
+    assert repr(name) in message and "lower-case ASCII letters, digits or underscores" in message
+
+
+def test_the_password_never_appears_in_the_location_or_a_message(url: str) -> None:
+    params = psycopg.conninfo.conninfo_to_dict(url)
+    with_password = psycopg.conninfo.make_conninfo(url, password="s3cret-pw")
+    as_url = f"postgresql://{params['user']}:s3cret-pw@/{params['dbname']}?host={params['host']}"
+    for given in (with_password, as_url):
+        store = PostgresStore(given, postgres_server.kb_name())  # trust auth: the password is not needed
+        try:
+            assert "s3cret-pw" not in store.location and store.schema in store.location
+            assert str(params["host"]) in store.location
+        finally:
+            store.close()
+    for form in (
+        "postgresql://alice:s3cret-pw@db.example:5433/kb",
+        "postgresql://alice@db.example/kb?password=s3cret-pw&sslmode=require",
+        "host=db.example user=alice password=s3cret-pw dbname=kb",
+    ):
+        shown = display_url(form)
+        assert "s3cret-pw" not in shown and "alice@db.example" in shown and shown.endswith("/kb")
+    with pytest.raises(ConfigError) as refused:
+        PostgresStore("postgresql://alice:s3cret-pw@/kb?host=/nonexistent-socket-dir", "notes")
+    assert "s3cret-pw" not in str(refused.value) and "cannot connect" in str(refused.value)
+    with pytest.raises(ConfigError) as refused:  # libpq would quote the piece it cannot read
+        PostgresStore("host=db.example password s3cret-pw", "notes")
+    assert "s3cret-pw" not in str(refused.value) and refused.value.__cause__ is None
+    assert "s3cret-pw" not in display_url("host=db.example password s3cret-pw")
+
+
+def test_a_missing_index_opened_to_read_reads_empty_and_leaves_nothing_behind(url: str) -> None:
+    name = postgres_server.kb_name()
+    store = PostgresStore(url, name, create=False)
+    try:
+        assert store.counts() == Counts(0, 0) and store.meta() == IndexMeta() and store.documents() == []
+        assert store.lexical_candidates(["alpha"], limit=5) == [] and store.chunk_vectors(3)[1].shape == (
+            0,
+            3,
+        )
+        with pytest.raises(IndexReadOnly), store.transaction():
+            pass
+    finally:
+        store.close()
+    assert SCHEMA_PREFIX + name not in _schemas(url)
+    write(writer := PostgresStore(url, name), document("a.md", "alpha"))
+    writer.close()
+    reader = PostgresStore(url, name, create=False)
+    try:
+        assert reader.counts() == (1, 1)
+    finally:
+        reader.close()
+
+
+def test_a_schema_that_is_not_a_kbseek_index_is_refused_and_left_alone(url: str) -> None:
+    name = postgres_server.kb_name()
+    schema = SCHEMA_PREFIX + name
+    _sql(url, f'CREATE SCHEMA "{schema}"')
+    _sql(url, f'CREATE TABLE "{schema}".invoices (id int)')
+    with pytest.raises(IndexIncompatible, match="not a kbseek index"):
+        PostgresStore(url, name)
+    assert _sql(url, f'SELECT count(*) FROM "{schema}".invoices') == [(0,)]
+
+
+def test_an_index_of_a_newer_kbseek_is_refused(store: PostgresStore, url: str) -> None:
+    _sql(url, f"UPDATE \"{store.schema}\".meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(IndexIncompatible, match="newer kbseek"):
+        PostgresStore(url, store.schema.removeprefix(SCHEMA_PREFIX))
+
+
+# -- what text cannot hold, and vectors --------------------------------------------------------------
+
+
+def test_a_nul_character_in_served_text_reads_back_as_written(store: PostgresStore) -> None:
+    """PostgreSQL's text cannot hold NUL; a Markdown file may, and its text is served verbatim."""
+    c = chunk("a.md", 0, "before\x00after", lexical="before\x00after")
+    write(store, document("a.md", c, title="T\x00itle"))
+    row = store.chunk(c.chunk.chunk_id)
+    assert row is not None and row.text == "before\x00after" and row.title == "T\x00itle"
+    assert store.document_frequencies(["before", "after", "before\x00after"]) == {"before": 1, "after": 1}
+
+
+def test_vectors_of_another_dimension_are_never_mixed_in(store: PostgresStore) -> None:
+    write(store, document("a.md", "alpha"), document("b.md", "beta"))
+    first, second = store.chunks_without_vectors()
+    with store.transaction() as tx:
+        tx.put_vectors({first.content_hash: np.ones(3) / math.sqrt(3)})
+    with pytest.raises(KbBug, match="never mixed"), store.transaction() as tx:
+        tx.put_vectors({second.content_hash: np.ones(4) / 2})
+    with store.transaction() as tx:  # after clearing, another model's vectors are welcome
+        tx.clear_vectors()
+        tx.put_vectors({second.content_hash: np.ones(4) / 2})
+    assert store.chunk_vectors(4)[1].shape == (1, 4)
