@@ -49,18 +49,26 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         help="Where the index lives (default: <kb>/.kbseek, or the user cache dir if the KB is read-only).",
     )  # fmt: skip
     @click.option(
+        "--store", "store", metavar="URL", envvar="KBSEEK_STORE_URL",
+        help="Keep the index in PostgreSQL at this postgresql:// URL (kbseek[postgres]; default: a SQLite file).",
+    )  # fmt: skip
+    @click.option(
+        "--kb-name", metavar="NAME", envvar="KBSEEK_KB_NAME",
+        help="The knowledge base's name in that database (default: from the folder's name).",
+    )  # fmt: skip
+    @click.option(
         "--lexical-only", is_flag=True, help="Do not load the embedding model; keyword search only."
     )
     @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
     @functools.wraps(fn)
     def wrapper(
-        kb: Path | None, config: Path | None, index_dir: Path | None, lexical_only: bool, verbose: int,
-        **kwargs: Any,
+        kb: Path | None, config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
+        lexical_only: bool, verbose: int, **kwargs: Any,
     ) -> Any:  # fmt: skip
         _configure_logging(verbose)
         knowledge_base = KnowledgeBase(
             kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
-            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY,
+            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY, store=store, kb_name=kb_name,
         )  # fmt: skip
         try:  # an error escaping the command is answered by KbseekGroup, from the error table
             return fn(knowledge_base, **kwargs)

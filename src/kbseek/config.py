@@ -119,6 +119,12 @@ class Settings:
     """While the file watcher runs: time between two full stat scans on a background thread, which
     recover what the watcher missed (an overflowed event queue, a change before it started) without
     putting a scan on any call's path (docs/decisions/0015)."""
+    store_url: str | None = None
+    """``[store].url``: a ``postgresql://`` URL to keep the index in PostgreSQL (one database for a
+    team, ``kbseek[postgres]``); ``None`` keeps it in a SQLite file under :attr:`index_dir`."""
+    kb_name: str | None = None
+    """``[store].name``: the knowledge base's name in that database (its schema); ``None`` derives
+    it from the root folder's name (``store.opening.kb_name_of``)."""
     approximate_above: int = 100_000
     """Above this many chunk vectors the dense leg searches an approximate (HNSW, int8) index saved
     beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
@@ -166,6 +172,11 @@ class Settings:
                 "[index].reconcile_interval must be a finite number of seconds above 0, "
                 f"not {self.reconcile_interval_s}"
             )
+        if self.store_url is not None and not self.store_url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                "[store].url must be a PostgreSQL URL (postgresql://user@host/database); "
+                "leave it out to keep the index in a SQLite file beside the notes"
+            )
         if self.approximate_above < 0:
             raise ConfigError(
                 f"[index].approximate_above must be 0 (always approximate) or more, not {self.approximate_above}"
@@ -189,6 +200,7 @@ _TABLES: dict[str, set[str]] = {
         "bridge_weight",
     },
     "index": {"freshness_interval", "reconcile_interval", "approximate_above"},
+    "store": {"url", "name"},
 }
 
 
@@ -268,6 +280,8 @@ def build_settings(
     index_dir: Path | None = None,
     file_values: dict[str, Any] | None = None,
     semantic: bool | None = None,
+    store_url: str | None = None,
+    kb_name: str | None = None,
 ) -> Settings:
     """Combine explicit values (flags/environment) with config-file values and defaults."""
     fv = dict(file_values or {})
@@ -325,6 +339,13 @@ def build_settings(
         kwargs["reconcile_interval_s"] = _typed(
             "[index].", "reconcile_interval", fv["index"]["reconcile_interval"], float
         )
+    store = fv.get("store", {})
+    url = store_url if store_url is not None else store.get("url")
+    if url is not None:
+        kwargs["store_url"] = _typed("[store].", "url", url, str)
+    name = kb_name if kb_name is not None else store.get("name")
+    if name is not None:
+        kwargs["kb_name"] = _typed("[store].", "name", name, str)
     if "approximate_above" in fv.get("index", {}):
         kwargs["approximate_above"] = _typed(
             "[index].", "approximate_above", fv["index"]["approximate_above"], int
@@ -344,12 +365,15 @@ class SettingsSource:
     root: Path | None = None
     index_dir: Path | None = None
     semantic: bool | None = None
+    store_url: str | None = None
+    kb_name: str | None = None
 
     def load(self) -> Settings:
         file_values = load_config_file(self.config_path) if self.config_path else {}
         return build_settings(
-            root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic
-        )
+            root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic,
+            store_url=self.store_url, kb_name=self.kb_name,
+        )  # fmt: skip
 
 
 RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",

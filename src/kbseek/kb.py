@@ -18,7 +18,7 @@ from kbseek.embed.base import Embedder
 from kbseek.embed.factory import make_embedder
 from kbseek.ingest.indexer import IndexReport
 from kbseek.live_config import LiveConfig, PathArg
-from kbseek.paths import index_file, prepare_index_dir, resolve_index_dir
+from kbseek.paths import open_index, prepare_index_dir, resolve_index_dir
 from kbseek.progress import ProgressListener
 from kbseek.responses import (
     DocumentResponse,
@@ -33,7 +33,6 @@ from kbseek.retrieval import Retrieval
 from kbseek.runner import IndexListener, IndexRunner
 from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
-from kbseek.store.sqlite import SqliteStore
 
 
 class KnowledgeBase:
@@ -49,10 +48,8 @@ class KnowledgeBase:
             passages = kb.fetch([hits[0].chunk_id], context=1).passages
             text = kb.read_document(hits[0].path).text
 
-    Every answer is a pydantic model (``kbseek.responses``) whose ``notes`` say what was capped,
-    cut or is missing, because the reader is often an agent that only knows what it is told.
-    Searches and reads first pick up files changed on disk (a stat scan at most once per
-    ``freshness_interval``), so a long-lived instance never answers from a stale index.
+    Every answer is a pydantic model (``kbseek.responses``) whose ``notes`` say what was capped, cut
+    or is missing. Searches and reads first pick up files changed on disk (T10).
 
     The embedding model loads the first time ``index()`` or ``search()`` needs it (about a second
     for the bundled model); if it cannot load, both keep working by keywords and ``status()`` says
@@ -71,6 +68,8 @@ class KnowledgeBase:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         read_only: bool = False,
+        store: str | None = None,
+        kb_name: str | None = None,
     ) -> None:
         """Open the knowledge base at ``root`` (``~`` is expanded), creating its index folder.
 
@@ -78,20 +77,21 @@ class KnowledgeBase:
         ``index_dir``: where the index lives (default ``<root>/.kbseek``, or the user cache dir for a
         folder you cannot write). ``semantic=False``: keywords only, no model. ``settings``: already
         resolved settings instead of the four above. ``embedder``: a model of your own (tests).
-        ``read_only``: only look (``kbseek status``, ``get``): create nothing, run no pass.
-
-        Raises :class:`~kbseek.errors.ConfigError` before touching anything when the root is missing
-        or the configuration is wrong (an unknown key, parser or value), saying what to change.
+        ``read_only``: only look (``kbseek status``, ``get``): create nothing, run no pass. ``store``,
+        ``kb_name``: a PostgreSQL URL to keep the index in (``[store]``), and the name in it.
+        Raises :class:`~kbseek.errors.ConfigError`, saying what to change, before touching anything
+        when the root is missing or the configuration is wrong (an unknown key, parser or value).
         """
         self._live = LiveConfig.resolve(
-            root, config=config, index_dir=index_dir, semantic=semantic, settings=settings
-        )
+            root, config=config, index_dir=index_dir, semantic=semantic, settings=settings,
+            store_url=store, kb_name=kb_name,
+        )  # fmt: skip
         settings = self._live.settings
         self.index_dir: Path = resolve_index_dir(settings)
         self.read_only = read_only
         if not read_only:
             prepare_index_dir(self.index_dir)
-        self.store: Store = SqliteStore(index_file(self.index_dir), create=not read_only)
+        self.store: Store = open_index(settings, self.index_dir, read_only=read_only)
         """The index itself, for tools below this API (tests, benchmarks); surfaces never need it."""
         if settings.semantic and embedder is None:
             embedder = make_embedder(settings.embed)

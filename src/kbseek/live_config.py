@@ -55,6 +55,8 @@ class LiveConfig:
         index_dir: PathArg | None,
         semantic: bool | None,
         settings: Settings | None,
+        store_url: str | None = None,
+        kb_name: str | None = None,
     ) -> LiveConfig:
         """The settings a ``KnowledgeBase`` is opened with: given whole, or read from a config file and
         options (which a reload reads again). Raises :class:`ConfigError` for a missing root folder
@@ -62,11 +64,12 @@ class LiveConfig:
         source: SettingsSource | None = None
         if settings is None:
             source = SettingsSource(
-                _path(config, resolve=True), root=_path(root), index_dir=_path(index_dir), semantic=semantic
-            )
+                _path(config, resolve=True), root=_path(root), index_dir=_path(index_dir), semantic=semantic,
+                store_url=store_url, kb_name=kb_name,
+            )  # fmt: skip
             settings = source.load()
-        elif any(v is not None for v in (root, config, index_dir, semantic)):
-            raise TypeError("pass either settings= or root/config/index_dir/semantic, not both")
+        elif any(v is not None for v in (root, config, index_dir, semantic, store_url, kb_name)):
+            raise TypeError("pass either settings= or root/config/index_dir/semantic/store, not both")
         if not settings.root.is_dir():
             raise ConfigError(
                 f"knowledge base folder {settings.root} does not exist or is not a folder: "

@@ -33,7 +33,9 @@ import platformdirs
 
 from kbseek.config import Settings
 from kbseek.filenames import INDEX_DIRNAME
+from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
+from kbseek.store.opening import kb_name_of, open_store
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +168,13 @@ def _make_private_dirs(path: Path) -> None:
         if POSIX_MODES:
             os.chmod(folder, PRIVATE_DIR_MODE)  # exactly, whatever the umask took off
     path.mkdir(parents=True, exist_ok=True)  # the same errors as before when it cannot be made
+
+
+def open_index(settings: Settings, index_dir: Path, *, read_only: bool) -> Store:
+    """The store that holds this knowledge base's index: the PostgreSQL database ``[store].url``
+    names (the knowledge base's schema in it: ``[store].name``, or one derived from the folder), or
+    the SQLite file in ``index_dir``."""
+    name = settings.kb_name if settings.kb_name is not None else kb_name_of(settings.root)
+    return open_store(
+        settings.store_url, sqlite_file=index_file(index_dir), kb_name=name, read_only=read_only
+    )

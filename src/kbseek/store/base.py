@@ -1,9 +1,9 @@
 """What search and ingest may ask of the index: the :class:`Store` protocol and the records it speaks.
 
 The retrieval and ingest code never see SQL, a connection or a file: they hold a ``Store`` and call
-the methods below, so a second backend (PostgreSQL with pgvector, planned for teams sharing one
-index) slots in by implementing this protocol, with search and ingest untouched. SQLite
-(``kbseek.store.sqlite.SqliteStore``) is the one implementation today.
+the methods below, so a backend slots in by implementing this protocol, with search and ingest
+untouched: SQLite (``kbseek.store.sqlite.SqliteStore``, the default) and PostgreSQL with pgvector
+(``kbseek.store.postgres.PostgresStore``, one index for a team; docs/decisions/0030).
 
 Every text the store keeps arrives finished. In particular the lexical text of a chunk is analyzed by
 ingest (``kbseek.ingest.analysis``) before it reaches the store, because the query is analyzed by
