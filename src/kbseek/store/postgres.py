@@ -152,6 +152,9 @@ class PostgresStore:
             max_size=max(2, max_connections),  # a reader never waits for the writer's connection
             kwargs={"autocommit": True, "application_name": self._application},
             configure=configure,
+            # A server restart or a dropped network leaves dead connections in the pool; checked
+            # before each loan (one round trip), they are replaced instead of failing a search.
+            check=ConnectionPool.check_connection,
             name=f"kbseek-{self.schema}",
             open=False,
         )
