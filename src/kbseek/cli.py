@@ -448,6 +448,31 @@ def status(kb: KnowledgeBase, as_json: bool) -> None:
     click.echo(r.model_dump_json(indent=2) if as_json else render.status_text(r))
 
 
+@cli.group()
+def store() -> None:
+    """Move an index between a SQLite file and PostgreSQL."""
+
+
+@store.command("copy")
+@kb_options
+@click.option("--to", "to", required=True, metavar="URL|FILE",
+              help="An empty index: a postgresql:// URL, a SQLite file, or an index folder (as --index-dir).")  # fmt: skip
+@click.option(
+    "--to-name", metavar="NAME", help="The knowledge base's name there (default: from the folder's name)."
+)
+@reads_only
+def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
+    """Copy the index, vectors included, without reading the files or embedding again.
+
+    \b
+    Example:
+        kbseek store copy --kb ~/work/docs --to postgresql://kb@db.internal/kbseek
+    """
+    r = kb.copy_index(to, kb_name=to_name)
+    click.echo(f"copied {counted(r.documents, 'document')}, {counted(r.chunks, 'chunk')} and "
+               f"{counted(r.vectors, 'vector')} to {r.location}")  # fmt: skip
+
+
 @cli.command("get")
 @kb_options
 @click.argument("path")

@@ -16,9 +16,10 @@ from kbseek.catalog import Catalog, ResourceText
 from kbseek.config import Limits, Settings
 from kbseek.embed.base import Embedder
 from kbseek.embed.factory import make_embedder
+from kbseek.ingest.copying import CopyReport
 from kbseek.ingest.indexer import IndexReport
 from kbseek.live_config import LiveConfig, PathArg
-from kbseek.paths import open_index, prepare_index_dir, resolve_index_dir
+from kbseek.paths import copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.progress import ProgressListener
 from kbseek.responses import (
     DocumentResponse,
@@ -33,6 +34,7 @@ from kbseek.retrieval import Retrieval
 from kbseek.runner import IndexListener, IndexRunner
 from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
+from kbseek.store.opening import kb_name_of
 
 
 class KnowledgeBase:
@@ -180,12 +182,10 @@ class KnowledgeBase:
     ) -> IndexReport:
         """Bring the index in line with the files: one incremental pass (after a running one finishes).
 
-        ``progress`` receives the same snapshots (phase, counts, rate, ETA) that ``status`` shows.
-        ``embed=False`` writes no vectors (a keyword-only pass; a later pass embeds what it left).
-        ``reembed`` drops every vector first, which is how an index built with another model is
-        brought over; without it such an index is refused with :class:`~kbseek.errors.IndexIncompatible`.
-        ``prune_disabled=False`` keeps rows of formats no longer enabled (a server narrowing parsers).
-        Raises :class:`~kbseek.errors.IndexLocked` when another process is writing this index.
+        ``progress`` receives the snapshots ``status`` shows. ``embed=False``: no vectors (a later pass
+        embeds). ``reembed`` drops every vector first, the way over from another model's index (else
+        :class:`~kbseek.errors.IndexIncompatible`). ``prune_disabled=False`` keeps rows of formats no
+        longer enabled. Raises :class:`~kbseek.errors.IndexLocked` when another process writes it.
         """
         load = self._semantic.ensure_loaded if embed and not self.read_only else None
         return self._runner.index(
@@ -212,6 +212,10 @@ class KnowledgeBase:
         """Call ``listener(report)`` after every pass that changed the index, on the pass's thread."""
         self._runner.on_index_change(listener)
 
+    def copy_index(self, to: str, *, kb_name: str | None = None) -> CopyReport:
+        """This index, vectors included, into an empty one: a ``postgresql://`` URL or a SQLite file."""
+        return copy_index_to(self.store, to, kb_name=kb_name or kb_name_of(self.root))
+
     def reload_settings(self) -> None:
         """Re-read the config file now; what needs a restart is named in ``status().notes``."""
         self._live.reload()
@@ -231,10 +235,9 @@ class KnowledgeBase:
     ) -> SearchResponse:
         """Ranked hits for a question or keywords in any language, with snippets centred on the match.
 
-        An omitted ``limit``/``snippet_chars`` takes the configured default *now*; values past the
-        caps are clamped and said in ``notes``. ``explain`` adds each leg's rank and score per hit.
-        ``also``: up to ``[limits].max_also`` other phrasings of the question (the other language,
-        keywords, a one-sentence answer); a chunk ranks by its best one, higher if the others agree.
+        Omitted ``limit``/``snippet_chars`` take the configured default *now*; values past the caps are
+        clamped, said in ``notes``. ``explain``: each leg's rank and score. ``also``: other phrasings
+        (the other language, keywords, an answer); a chunk ranks by its best, higher if others agree.
         """
         self._semantic.ensure_loaded()
         self._runner.refresh()
@@ -245,10 +248,8 @@ class KnowledgeBase:
         return self._retrieval.search(args, self.summary)
 
     def fetch(self, chunk_ids: Sequence[str], *, context: int | None = None) -> FetchResponse:
-        """The full passages of hits by ``chunk_id``, with ``context`` neighbouring chunks on each side.
-
-        An id from before an edit is reported in ``missing`` as stale, never resolved to other text.
-        """
+        """The full passages of hits by ``chunk_id``, with ``context`` neighbouring chunks on each side;
+        an id from before an edit is reported in ``missing`` as stale, never resolved to other text."""
         self._runner.refresh()
         return self._catalog.fetch(shaping.fetch_args(self.limits, chunk_ids, context))
 
@@ -266,8 +267,7 @@ class KnowledgeBase:
         return self._catalog.topics(self.summary())
 
     def recent_documents(self, since_ts: float, since_date: str, *, limit: int = 50) -> RecentDocuments:
-        """Documents new since a moment, by frontmatter date (on or after ``since_date``, YYYY-MM-DD)
-        and by index time (at or after ``since_ts``), kept apart: they answer different questions."""
+        """New since a moment, by frontmatter date (``since_date``) and by index time, kept apart."""
         self._runner.refresh()
         return self._catalog.recent_documents(since_ts, since_date, limit=limit, summary=self.summary())
 

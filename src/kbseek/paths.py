@@ -33,6 +33,7 @@ import platformdirs
 
 from kbseek.config import Settings
 from kbseek.filenames import INDEX_DIRNAME
+from kbseek.ingest.copying import CopyReport, copy_index
 from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
 from kbseek.store.opening import kb_name_of, open_store
@@ -178,3 +179,20 @@ def open_index(settings: Settings, index_dir: Path, *, read_only: bool) -> Store
     return open_store(
         settings.store_url, sqlite_file=index_file(index_dir), kb_name=name, read_only=read_only
     )
+
+
+def copy_index_to(source: Store, to: str, *, kb_name: str) -> CopyReport:
+    """``source`` copied into the empty index ``to`` names (``kbseek store copy``): a
+    ``postgresql://`` URL (the schema ``kb_name`` in it), a SQLite file (a path with a suffix), or an
+    index folder (``--index-dir``: an existing folder, or a path without a suffix), made if missing."""
+    url = to if to.startswith(("postgresql://", "postgres://")) else None
+    file = Path(to).expanduser()
+    if url is None:
+        if file.is_dir() or not file.suffix:
+            file = index_file(file)
+        file.parent.mkdir(parents=True, exist_ok=True)
+    target = open_store(url, sqlite_file=file, kb_name=kb_name, read_only=False)
+    try:
+        return copy_index(source, target)
+    finally:
+        target.close()

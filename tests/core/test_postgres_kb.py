@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kbseek import KnowledgeBase
 from kbseek.cli import cli
 from kbseek.config import Settings
+from kbseek.errors import ConfigError
 from tests import postgres_server
 from tests.fakes import FakeEmbedder
 
@@ -26,6 +28,12 @@ def _open(root: Path, **store: str) -> KnowledgeBase:
     kb.load_semantic()
     kb.index()
     return kb
+
+
+def _ranked(kb: KnowledgeBase, query: str) -> list[tuple[float, str, str]]:
+    """The hits that scored, by score; among equal scores by path, since the order of a tie follows
+    the store's rowids, which a copy assigns anew (and which of the hits scoring 0 fill the list)."""
+    return sorted((-round(h.score, 6), h.path, h.chunk_id) for h in kb.search(query).hits if h.score > 0)
 
 
 def test_a_postgres_index_answers_as_the_sqlite_one(kb_root: Path) -> None:
@@ -52,3 +60,45 @@ def test_the_command_line_indexes_into_the_database_named_by_the_flag(kb_root: P
     assert f"kbseek_{name}" in indexed.output and "password" not in indexed.output.lower()
     found = CliRunner().invoke(cli, ["search", "rollback", *flags])
     assert found.exit_code == 0 and "rollback" in found.output.lower()
+
+
+def test_an_index_copied_into_postgres_and_back_answers_the_same_without_embedding(
+    kb_root: Path, tmp_path: Path
+) -> None:
+    original = _open(kb_root)
+    name = postgres_server.kb_name("copy")
+    report = original.copy_index(postgres_server.url(), kb_name=name)
+    summary = original.summary()
+    assert (report.documents, report.chunks) == (summary.documents, summary.chunks) and report.vectors
+    assert "kbseek_" + name in report.location
+    embedder = FakeEmbedder()
+    copied = KnowledgeBase(
+        settings=Settings(
+            root=kb_root, freshness_interval_s=0.0, store_url=postgres_server.url(), kb_name=name
+        ),
+        embedder=embedder,
+    )
+    assert copied.index().chunks_embedded == 0 and embedder.documents_embedded == 0  # nothing to embed again
+    back = tmp_path / "back"
+    copied.copy_index(str(back), kb_name="unused")
+    returned = KnowledgeBase(
+        settings=Settings(root=kb_root, index_dir=back, freshness_interval_s=0.0), embedder=FakeEmbedder()
+    )
+    try:
+        for query in QUERIES:
+            want = _ranked(original, query)
+            assert _ranked(copied, query) == want and _ranked(returned, query) == want, query
+        with pytest.raises(ConfigError, match="already holds documents"):
+            original.copy_index(postgres_server.url(), kb_name=name)
+    finally:
+        for kb in (original, copied, returned):
+            kb.close()
+
+
+def test_the_store_copy_command_says_where_without_the_password(kb_root: Path, tmp_path: Path) -> None:
+    CliRunner().invoke(cli, ["index", "--kb", str(kb_root), "--lexical-only"])
+    copied = CliRunner().invoke(
+        cli, ["store", "copy", "--kb", str(kb_root), "--to", str(tmp_path / "copy.sqlite")]
+    )
+    assert copied.exit_code == 0, copied.output
+    assert copied.output.startswith("copied ") and "copy.sqlite" in copied.output
