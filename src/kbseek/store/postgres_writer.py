@@ -25,15 +25,7 @@ from psycopg.rows import TupleRow
 
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
-from kbseek.store.schema import (
-    META_EMBED_DIM,
-    META_EMBED_MODEL,
-    META_EMBED_SCHEME,
-    META_EMBEDDING,
-    META_LAST_PASS_AT,
-    META_PARSE_VERSION,
-    RETIRED_CHUNKS_KEPT,
-)
+from kbseek.store.schema import META_EMBEDDING, RETIRED_CHUNKS_KEPT, embedding_meta, pass_meta
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -252,13 +244,12 @@ class PostgresWriter:
     # -- meta --------------------------------------------------------------------------------------
 
     def record_pass(self, *, finished_at: float, parse_version: int) -> None:
-        self._set_meta(META_LAST_PASS_AT, repr(finished_at))
-        self._set_meta(META_PARSE_VERSION, str(parse_version))
+        for key, value in pass_meta(finished_at=finished_at, parse_version=parse_version).items():
+            self._set_meta(key, value)
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:
-        self._set_meta(META_EMBED_MODEL, embedding.model)
-        self._set_meta(META_EMBED_DIM, None if embedding.dim is None else str(embedding.dim))
-        self._set_meta(META_EMBED_SCHEME, embedding.scheme)
+        for key, value in embedding_meta(embedding).items():
+            self._set_meta(key, value)
 
     def _set_meta(self, key: str, value: str | None) -> None:
         """``None`` removes the key, so that reading it back gives ``None`` again."""

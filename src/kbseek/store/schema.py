@@ -287,6 +287,20 @@ def index_meta(raw: dict[str, str]) -> IndexMeta:
     )
 
 
+def pass_meta(*, finished_at: float, parse_version: int) -> dict[str, str | None]:
+    """The meta rows that record a finished pass, as :func:`index_meta` reads them back."""
+    return {META_LAST_PASS_AT: repr(finished_at), META_PARSE_VERSION: str(parse_version)}
+
+
+def embedding_meta(embedding: EmbeddingRecord) -> dict[str, str | None]:
+    """The meta rows that record what made the vectors; ``None`` removes a row (read back as unknown)."""
+    return {
+        META_EMBED_MODEL: embedding.model,
+        META_EMBED_DIM: None if embedding.dim is None else str(embedding.dim),
+        META_EMBED_SCHEME: embedding.scheme,
+    }
+
+
 def _int_or_none(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
