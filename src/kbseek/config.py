@@ -22,6 +22,7 @@ from kbseek.filenames import IGNORE_FILENAME as IGNORE_FILENAME
 from kbseek.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
+from kbseek.store.opening import is_database_url
 
 MiB = 1024 * 1024
 MAX_ALSO_CEILING = 8
@@ -172,7 +173,7 @@ class Settings:
                 "[index].reconcile_interval must be a finite number of seconds above 0, "
                 f"not {self.reconcile_interval_s}"
             )
-        if self.store_url is not None and not self.store_url.startswith(("postgresql://", "postgres://")):
+        if self.store_url is not None and not is_database_url(self.store_url):
             raise ConfigError(
                 "[store].url must be a PostgreSQL URL (postgresql://user@host/database); "
                 "leave it out to keep the index in a SQLite file beside the notes"

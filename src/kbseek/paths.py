@@ -36,7 +36,7 @@ from kbseek.filenames import INDEX_DIRNAME
 from kbseek.ingest.copying import CopyReport, copy_index
 from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
-from kbseek.store.opening import kb_name_of, open_store
+from kbseek.store.opening import is_database_url, kb_name_of, open_store
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def copy_index_to(source: Store, to: str, *, kb_name: str) -> CopyReport:
     """``source`` copied into the empty index ``to`` names (``kbseek store copy``): a
     ``postgresql://`` URL (the schema ``kb_name`` in it), a SQLite file (a path with a suffix), or an
     index folder (``--index-dir``: an existing folder, or a path without a suffix), made if missing."""
-    url = to if to.startswith(("postgresql://", "postgres://")) else None
+    url = to if is_database_url(to) else None
     file = Path(to).expanduser()
     if url is None:
         if file.is_dir() or not file.suffix:

@@ -13,7 +13,6 @@ stale id with "this chunk no longer exists"; the copy starts that history afresh
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbseek.errors import ConfigError
@@ -34,14 +33,11 @@ class CopyReport:
     """Where the copy went, as the target store names it (a URL without its password)."""
 
 
-def copy_index(
-    source: Store, target: Store, *, progress: Callable[[int, int], None] | None = None
-) -> CopyReport:
+def copy_index(source: Store, target: Store) -> CopyReport:
     """Every document, chunk, vector and fact of ``source`` into ``target``, in one transaction:
     a copy that fails midway leaves ``target`` as it was.
 
-    ``target`` must hold no document: copying over an index would mix two histories. ``progress``
-    is called with (documents copied, documents in all).
+    ``target`` must hold no document: copying over an index would mix two histories.
     """
     if target.counts().documents:
         raise ConfigError(
@@ -54,7 +50,7 @@ def copy_index(
     dim = meta.embedding.dim if meta.embedding is not None else None
     chunks = vectors = 0
     with target.transaction() as tx:
-        for done, row in enumerate(rows, 1):
+        for row in rows:
             state = states[row.path]
             stored = source.neighbours(row.id, 0, 2**31 - 1)
             sections = source.section_starts([c.rowid for c in stored])
@@ -86,8 +82,6 @@ def copy_index(
                 found = {hashes[int(rowid)]: vector for rowid, vector in zip(ids, matrix, strict=True)}
                 tx.put_vectors(found)
                 vectors += len(found)
-            if progress is not None:
-                progress(done, len(rows))
         tx.replace_skipped([(s.path, s.reason) for s in source.skipped()])
         if meta.embedding is not None:
             tx.record_embedding(meta.embedding)

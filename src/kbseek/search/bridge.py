@@ -11,10 +11,10 @@ ranking at a lower weight (``fusion.add_bridge``, docs/decisions/0027).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from kbseek.search.lexical import term_weight
 from kbseek.store.base import Store
 from kbseek.text.analyzer import terms as analyze
 from kbseek.text.language import is_japanese
@@ -37,6 +37,9 @@ class Bridge:
 
     groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]
     """(the query's word, its kept translations, each a tuple of terms)."""
+    frequencies: Mapping[str, int] = field(default_factory=dict)
+    """How many chunks hold each kept term, as the store said when the bridge was made: the
+    coverage reads them again instead of asking the store twice in one search."""
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -95,7 +98,8 @@ def bridge_query(store: Store, query: str, *, per_word: int = PER_WORD, max_term
         if kept and used + size <= max_terms:
             groups.append((" ".join(tr.source), tuple(kept)))
             used += size
-    return Bridge(tuple(groups))
+    kept_terms = {t for _, kept in groups for c in kept for t in c}
+    return Bridge(tuple(groups), {t: n for t, n in held.items() if t in kept_terms})
 
 
 def bridge_coverage(store: Store, bridge: Bridge, rowids: Sequence[int]) -> dict[int, float]:
@@ -108,13 +112,8 @@ def bridge_coverage(store: Store, bridge: Bridge, rowids: Sequence[int]) -> dict
     if not rowids or not bridge.groups:
         return {}
     _, total = store.counts()
-    df = store.document_frequencies(list(bridge.terms))
-
-    def idf(term: str) -> float:
-        n = df.get(term, 0)
-        return math.log(1 + (total - n + 0.5) / (n + 0.5))
-
-    weights = [max(idf(t) for c in kept for t in c) for _, kept in bridge.groups]
+    df = bridge.frequencies
+    weights = [max(term_weight(total, df.get(t, 0)) for c in kept for t in c) for _, kept in bridge.groups]
     weight = sum(weights)
     if weight <= 0:
         return {}

@@ -21,6 +21,12 @@ def lexical_candidates(
     return store.lexical_candidates(compiled.terms, limit=limit, path_prefix=path_prefix, tags=tags)
 
 
+def term_weight(chunks: int, holding: int) -> float:
+    """A term's rarity (BM25's IDF, kept positive): how much holding it says about a chunk, among
+    ``chunks`` chunks of which ``holding`` hold it. The one weight every coverage score uses."""
+    return math.log(1 + (chunks - holding + 0.5) / (holding + 0.5))
+
+
 COVERAGE_DEPTH = 40
 """How many of the best lexical candidates get a coverage score; deeper ones are weak matches anyway."""
 
@@ -37,7 +43,7 @@ def lexical_coverage(store: Store, compiled: CompiledQuery, rowids: Sequence[int
         return {}
     _, total = store.counts()
     df = store.document_frequencies(compiled.terms)
-    idf = {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in compiled.terms}
+    idf = {t: term_weight(total, df.get(t, 0)) for t in compiled.terms}
     weight = sum(idf.values())
     if weight <= 0:
         return {}

@@ -6,7 +6,7 @@ Surfaces never rank; they ask :func:`run_search` and shape its result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -86,8 +86,6 @@ class PipelineResult:
     """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
     absent_names: tuple[str, ...] = ()
     """Names the query or an alternative mentions that no chunk holds, as written (``text.names``)."""
-    bridge: Bridge = field(default_factory=lambda: Bridge(()))
-    """The query's words in the other language that the keyword leg also searched for."""
 
 
 @dataclass(frozen=True)
@@ -181,9 +179,7 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
         hits.append(RankedHit(rows[f.rowid], snippet, f, heading))
     low = not hits or _low_overall(store, per, rows)
     absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
-    return PipelineResult(
-        hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent, bridge
-    )
+    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent)
 
 
 def _bridged(

@@ -15,10 +15,16 @@ from kbseek.errors import ConfigError
 from kbseek.store.base import Store
 from kbseek.store.sqlite import SqliteStore
 
-__all__ = ["kb_name_of", "open_store"]
+__all__ = ["is_database_url", "kb_name_of", "open_store"]
 
 MAX_NAME = 48
 """Schema names stay well below PostgreSQL's 63 bytes, leaving room for a prefix."""
+
+
+def is_database_url(text: str) -> bool:
+    """Whether ``text`` names a PostgreSQL database rather than a file: the one test, for the
+    configuration and for ``kbseek store copy --to``."""
+    return text.startswith(("postgresql://", "postgres://"))
 
 
 def kb_name_of(root: Path) -> str:
