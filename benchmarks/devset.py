@@ -5,6 +5,7 @@
     python benchmarks/devset.py --only react-mixed --json
     python benchmarks/devset.py --legs --provider use+e5   # another embedding provider (own index)
     python benchmarks/devset.py --flipped --legs      # the same questions over the pages in the other language
+    python benchmarks/devset.py --all --half heldout  # all five collections, with rows pooled over them
 
 The sets live in ``benchmarks/devsets/*.yml``. Each query belongs to one half,
 ``tune`` or ``heldout``, by a rule fixed before any number was looked at
@@ -217,6 +218,8 @@ def metrics(items: Sequence[Scored]) -> dict[str, float | int | None]:
         "paraphrase R@1": _rate(of_kind("paraphrase", "symptom"), within(1)),
         "paraphrase R@5": _rate(of_kind("paraphrase", "symptom"), within(5)),
         "cross R@1": _rate(of_kind(*CROSS), within(1)),
+        "same-language single R@1": _rate([s for s in single if s.query.kind not in CROSS], within(1)),
+        "cross single R@1": _rate([s for s in single if s.query.kind in CROSS], within(1)),
         "cross R@5": _rate(of_kind(*CROSS), within(5)),
         "identifier R@1": _rate(of_kind("identifier"), within(1)),
         "unanswerable flagged": _rate(unanswerable, lambda s: s.result.low_confidence),
@@ -244,6 +247,7 @@ def run(
 ) -> list[dict[str, Any]]:
     """``extra``: settings given to every variant (``--set``), to compare a setting's values in one run."""
     rows: list[dict[str, Any]] = []
+    pooled: dict[tuple[str, str], list[Scored]] = {}
     embed = EmbedderSpec(provider=provider)
     lexicon()  # read once before any timing, as a server reads it at start (decision 0027)
     for name in names:
@@ -272,10 +276,15 @@ def run(
             kb.close()
             scored = [Scored(r.query, halves[r.query.id], r) for r in results]
             for half in HALVES:
+                pooled.setdefault((variant, half), []).extend(s for s in scored if s.half == half)
                 rows.append({"collection": name, "provider": provider, "variant": variant, "half": half,
                              "ms per query": per_query_ms,
                              **metrics([s for s in scored if s.half == half])})  # fmt: skip
         base.close()
+    if len(names) > 1:  # every question of the collections run, counted once each
+        for (variant, half), items in pooled.items():
+            rows.append({"collection": "all (pooled)", "provider": provider, "variant": variant, "half": half,
+                         "ms per query": None, **metrics(items)})  # fmt: skip
     return rows
 
 
@@ -320,6 +329,9 @@ def main() -> None:
     parser.add_argument(
         "--flipped", action="store_true", help="The flipped collections instead (see FLIPPED)."
     )
+    parser.add_argument(
+        "--all", action="store_true", help="The original and the flipped collections together (pooled rows)."
+    )
     parser.add_argument("--legs", action="store_true", help="Also score lexical-only and dense-only.")
     parser.add_argument("--half", choices=HALVES, help="Print only this half.")
     parser.add_argument("--json", action="store_true", help="Print the rows as JSON.")
@@ -334,7 +346,7 @@ def main() -> None:
     parser.add_argument("--write-split", action="store_true", help="Write devsets/split.yml and stop.")
     args = parser.parse_args()
     originals = sorted(n for n in ASSEMBLE if n not in FLIPPED)
-    names = args.only or (sorted(FLIPPED) if args.flipped else originals)
+    names = args.only or (sorted(ASSEMBLE) if args.all else sorted(FLIPPED) if args.flipped else originals)
     if args.write_split:
         write_split(originals)
         return
