@@ -13,19 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from kbseek import doctor
 from kbseek.cli import cli
 from kbseek.config import Settings
-from kbseek.doctor import (
-    DoctorOptions,
-    check_config,
-    check_disk,
-    check_index,
-    check_python,
-    check_watcher,
-    check_writer_lock,
-    count_folders,
-)
+from kbseek.doctor import DoctorOptions, system
+from kbseek.doctor.configuration import check_config
+from kbseek.doctor.sqlite_index import check_index, check_writer_lock
+from kbseek.doctor.system import check_disk, check_python, check_watcher, count_folders
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION
 from tests.fakes import FakeEmbedder
@@ -263,11 +256,11 @@ def test_inotify_use_by_other_processes_is_counted(kb_root: Path, tmp_path: Path
 
 def test_little_free_disk_space_fails_or_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(doctor.shutil, "disk_usage", lambda _p: usage(10**10, 10**10, 10 * doctor.MiB))
+    monkeypatch.setattr(system.shutil, "disk_usage", lambda _p: usage(10**10, 10**10, 10 * system.MiB))
     result = check_disk(tmp_path / "not-made")
     assert result.status == "fail" and "--index-dir" in result.fix
     assert not (tmp_path / "not-made").exists()
-    monkeypatch.setattr(doctor.shutil, "disk_usage", lambda _p: usage(10**10, 10**10, 100 * doctor.MiB))
+    monkeypatch.setattr(system.shutil, "disk_usage", lambda _p: usage(10**10, 10**10, 100 * system.MiB))
     assert check_disk(tmp_path).status == "warn"
-    monkeypatch.setattr(doctor.shutil, "disk_usage", lambda _p: usage(10**12, 10**10, 10**11))
+    monkeypatch.setattr(system.shutil, "disk_usage", lambda _p: usage(10**12, 10**10, 10**11))
     assert check_disk(tmp_path).status == "ok"

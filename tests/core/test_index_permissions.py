@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 from kbseek import KnowledgeBase
 from kbseek.cli import cli
 from kbseek.config import Settings
-from kbseek.doctor import check_permissions
+from kbseek.doctor.sqlite_index import check_permissions
 from kbseek.paths import prepare_index_dir, tighten_index_dir, wider_than_private
 from tests.fakes import FakeEmbedder
 

