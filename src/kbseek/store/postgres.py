@@ -26,12 +26,9 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
-from psycopg import sql
 from psycopg.rows import TupleRow
-from psycopg_pool import ConnectionPool, PoolTimeout
 
-from kbseek.errors import ConfigError, IndexLocked, IndexReadOnly
+from kbseek.errors import IndexLocked, IndexReadOnly
 from kbseek.models import SectionStart
 from kbseek.store.base import (
     ChunkRow,
@@ -45,6 +42,7 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.postgres_pool import Conn, Connections, setup_connection
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
     display_url,
@@ -60,8 +58,6 @@ from kbseek.store.schema import BM25_WEIGHTS, index_meta
 __all__ = ["PostgresStore"]
 
 log = logging.getLogger(__name__)
-
-Conn = psycopg.Connection[TupleRow]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -136,60 +132,25 @@ class PostgresStore:
         self._write_lock = threading.Lock()
         self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._absent = False
-        self._pool: ConnectionPool[Conn] | None = None
+        self._pool: Connections | None = None
         search_path = self._set_up(url, create)
         if self._absent:
             return
         assert search_path is not None
-
-        def configure(conn: Conn) -> None:
-            conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, search_path)))
-            register_vector(conn)
-
-        self._pool = ConnectionPool(
-            url,
-            min_size=1,
+        self._pool = Connections(
+            url, search_path, application=self._application, location=self._location,
             max_size=max(2, max_connections),  # a reader never waits for the writer's connection
-            kwargs={"autocommit": True, "application_name": self._application},
-            configure=configure,
-            # A server restart or a dropped network leaves dead connections in the pool; checked
-            # before each loan (one round trip), they are replaced instead of failing a search.
-            check=ConnectionPool.check_connection,
-            name=f"kbseek-{self.schema}",
-            open=False,
-        )
-        try:
-            self._pool.open(wait=True, timeout=30.0)
-        except PoolTimeout as exc:
-            self._pool.close()
-            raise ConfigError(f"cannot keep connections to {self._location} open ({exc})") from exc
+        )  # fmt: skip
 
     def _set_up(self, url: str, create: bool) -> tuple[str, str] | None:
-        """Create or check the schema on a connection of its own; the ``search_path`` for the pool.
-
-        Connection failures become a :class:`ConfigError` naming the database without its password:
-        a wrong URL or a server that is down is the setup's fault, not kbseek's.
-        """
-        try:
-            with psycopg.connect(url, autocommit=True, application_name=self._application) as conn:
-                if create:
-                    open_schema(conn, self.schema, location=self._location)
-                elif schema_version(conn, self.schema, location=self._location) is None:
-                    self._absent = True
-                    return None
-                ext = extension_schema(conn)
-        except psycopg.OperationalError as exc:  # libpq's messages never quote the password
-            raise ConfigError(
-                f"cannot connect to the index database {self._location}: {str(exc).strip()}; "
-                "check the URL and that the server is running"
-            ) from exc
-        except psycopg.ProgrammingError:
-            # libpq's complaint about a malformed string quotes a piece of it, which may be the
-            # password: it is neither repeated nor chained.
-            raise ConfigError(
-                "the index database URL is not a PostgreSQL connection string; write it as "
-                "postgresql://user:password@host:port/database"
-            ) from None
+        """Create or check the schema on a connection of its own; the ``search_path`` for the pool."""
+        with setup_connection(url, application=self._application, location=self._location) as conn:
+            if create:
+                open_schema(conn, self.schema, location=self._location)
+            elif schema_version(conn, self.schema, location=self._location) is None:
+                self._absent = True
+                return None
+            ext = extension_schema(conn)
         return self.schema, ext or "public"
 
     @property
@@ -205,7 +166,7 @@ class PostgresStore:
     @contextmanager
     def _reading(self) -> Iterator[Conn]:
         assert self._pool is not None
-        with self._pool.connection() as conn:
+        with self._pool.loan() as conn:
             yield conn
 
     def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[TupleRow]:
@@ -230,7 +191,7 @@ class PostgresStore:
                 f"the database holds no index for {self._location} and it was opened to read only; "
                 "run `kbseek index` to build it"
             )
-        with self._write_lock, self._pool.connection() as conn:
+        with self._write_lock, self._pool.loan() as conn:
             conn.execute("BEGIN")
             try:
                 self._lock_index(conn)
