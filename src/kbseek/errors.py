@@ -12,6 +12,7 @@ it is given::
     ├── IndexIncompatible      index built by another schema or embedding model
     ├── IndexLocked            another process is writing the same index
     ├── IndexReadOnly          a knowledge base opened to read only was asked to index
+    ├── StoreUnavailable       the index database cannot be reached or its connection was lost
     ├── EmbedderUnavailable    the embedding model cannot be loaded or reached
     ├── ServiceError           a background service cannot be written, found or removed as asked
     └── DocumentRefused        the one document guard said no (D5)
@@ -65,6 +66,14 @@ class IndexLocked(KbError):
 
 class IndexReadOnly(KbError):
     """A knowledge base opened to read only (``kbseek status``, ``kbseek get``) was asked to write its index."""
+
+
+class StoreUnavailable(KbError):
+    """The index database (PostgreSQL) cannot be reached, or the connection broke mid-request.
+
+    Not a :class:`ConfigError`: the setup was right when kbseek started and will be again when the
+    database is back, which kbseek notices by itself; the message says so, so nobody restarts it.
+    """
 
 
 class EmbedderUnavailable(KbError):

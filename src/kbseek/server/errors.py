@@ -40,6 +40,7 @@ from kbseek.errors import (
     NotText,
     PathOutsideRoot,
     ServiceError,
+    StoreUnavailable,
     TopicNotFound,
     UnsupportedExtension,
 )
@@ -91,8 +92,8 @@ FORBIDDEN: Final = Answer(http=403, jsonrpc=INVALID_PARAMS, exit=REFUSED_EXIT)
 CONFLICT: Final = Answer(http=409, jsonrpc=INTERNAL_ERROR, exit=REFUSED_EXIT)
 """The request clashes with how kbseek was started or what exists (read-only, a service's name)."""
 UNAVAILABLE: Final = Answer(http=503, jsonrpc=INTERNAL_ERROR, exit=REFUSED_EXIT)
-"""The setup stops kbseek from answering (config, index, model, lock): whoever runs it must act, not
-the caller; the request itself was fine."""
+"""The setup stops kbseek from answering (config, index, model, lock, an unreachable database):
+whoever runs it must act or wait, not the caller; the request itself was fine."""
 BUG: Final = Answer(http=500, jsonrpc=INTERNAL_ERROR, exit=BUG_EXIT, bug=True)
 """A bug in kbseek: any exception that is not a refusal."""
 
@@ -105,6 +106,7 @@ TABLE: Final[Mapping[type[BaseException], Answer]] = MappingProxyType({
     IndexIncompatible: UNAVAILABLE,
     IndexLocked: UNAVAILABLE,
     IndexReadOnly: CONFLICT,
+    StoreUnavailable: UNAVAILABLE,
     EmbedderUnavailable: UNAVAILABLE,
     ServiceError: CONFLICT,
     DocumentRefused: FORBIDDEN,

@@ -1,26 +1,75 @@
 """Connections to the index database for :class:`~kbseek.store.postgres.PostgresStore`.
 
 The store's queries and transactions borrow a connection from here and never see the pool: how
-connections are made, checked and replaced, and how a failure to connect reads to the person who
-runs kbseek, is this module's business alone (docs/decisions/0030).
+connections are made, checked and replaced, and how a failure reads to the person who runs kbseek,
+is this module's business alone (docs/decisions/0030).
+
+A database that goes away must cost a search seconds, not minutes, and must not need kbseek
+restarted when it comes back. Every wait is bounded (:data:`BOUNDS`, :data:`LOAN_SECONDS`), and
+losing the database raises :class:`~kbseek.errors.StoreUnavailable`, which every surface reports as
+"try again shortly". The pool keeps trying in the background, and each read that finds it empty
+starts a new attempt, so the first reads after the database is back succeed without reopening the
+store.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from kbseek.errors import ConfigError
+from kbseek.errors import ConfigError, StoreUnavailable
 
-__all__ = ["Conn", "Connections", "setup_connection"]
+__all__ = ["BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "setup_connection"]
+
+log = logging.getLogger(__name__)
 
 Conn = psycopg.Connection[TupleRow]
+
+BOUNDS: dict[str, int] = {
+    "connect_timeout": 2,
+    "keepalives": 1,
+    "keepalives_idle": 3,
+    "keepalives_interval": 1,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 4000,
+}
+"""libpq's own bounds, so no connection waits on a silent network for the kernel's default of minutes.
+
+``connect_timeout`` (2 s, libpq's smallest) bounds reaching a host that does not answer. A statement
+sent into a dead network is dropped after ``tcp_user_timeout`` (4 s unacknowledged), and one waiting
+for an answer from a host that died after receiving it is probed from 3 s of silence on and dropped
+at 4 s; a slow query on a live server answers the probes and is never cut. A value the URL gives
+wins; over a Unix socket libpq ignores all but the first.
+"""
+
+LOAN_SECONDS = 3.0
+"""How long a read or a transaction waits for a connection before :class:`StoreUnavailable`: a
+failed check, the reconnection attempts and the wait together stay well under the 5 s a search may
+take to fail, while a connection freed by a busy reader in that time is still taken."""
+
+DOWN_LOAN_SECONDS = 0.1
+"""The wait once the database is known to be gone (a loan failed for that and none succeeded since).
+Then a loan takes what the pool has made in the meantime, or else connects once itself: the reads of
+one request after the first fail at once (a refused connection fails in milliseconds), so the
+request as a whole fails within the bound, and the first read after the database is back succeeds
+even while the pool's own attempts are still backing off."""
+
+RECONNECT_SECONDS = 5.0
+"""How long one background attempt keeps retrying (psycopg_pool backs off 1, 2 … s) before it gives
+its slot up. Kept short because a slot backing off delays the first read after the database is back
+by up to half of this; once the slots are given up, each read that finds the pool empty makes a new
+attempt at once, so the pool never stops trying while kbseek is asked for something."""
 
 
 @contextmanager
@@ -31,7 +80,8 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
     a wrong URL or a server that is down is the setup's fault, not kbseek's.
     """
     try:
-        with psycopg.connect(url, autocommit=True, application_name=application) as conn:
+        options = _bounded(url)
+        with psycopg.connect(url, autocommit=True, application_name=application, **options) as conn:
             yield conn
     except psycopg.OperationalError as exc:  # libpq's messages never quote the password
         raise ConfigError(
@@ -47,6 +97,28 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
         ) from None
 
 
+def _bounded(url: str) -> dict[str, Any]:
+    """:data:`BOUNDS` less what the URL sets itself (raises ``ProgrammingError`` for a malformed URL)."""
+    given = conninfo_to_dict(url)
+    return {key: value for key, value in BOUNDS.items() if key not in given}
+
+
+class _Pool(ConnectionPool[Conn]):
+    """psycopg_pool's pool, remembering why its last attempt to connect failed, so the error a
+    reader gets says "connection refused" or "timeout expired" rather than only that it waited."""
+
+    last_failure: str | None = None
+
+    def _connect(self, timeout: float | None = None) -> Conn:
+        try:
+            conn = super()._connect(timeout)
+        except psycopg.Error as exc:
+            self.last_failure = _cause(exc)
+            raise
+        self.last_failure = None
+        return conn
+
+
 class Connections:
     """The pool one store reads and writes through, each connection set to its schema."""
 
@@ -54,34 +126,119 @@ class Connections:
         self, url: str, search_path: tuple[str, str], *, application: str, location: str, max_size: int
     ) -> None:
         self._location = location
+        self._url = url
+        self._options: dict[str, Any] = {"autocommit": True, "application_name": application, **_bounded(url)}
+        self._search_path = search_path
+        self._down = threading.Event()
+        """Set while the database is known to be gone: the last loan failed for that, none succeeded since."""
 
-        def configure(conn: Conn) -> None:
-            conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, search_path)))
-            register_vector(conn)
-
-        self._pool: ConnectionPool[Conn] = ConnectionPool(
+        self._pool = _Pool(
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, "application_name": application},
-            configure=configure,
+            kwargs=self._options,
+            configure=self._configure,
             # A server restart or a dropped network leaves dead connections in the pool; checked
             # before each loan (one round trip), they are replaced instead of failing a search.
             check=ConnectionPool.check_connection,
             name=f"kbseek-{search_path[0]}",
+            reconnect_timeout=RECONNECT_SECONDS,
+            reconnect_failed=self._gave_up,
             open=False,
         )
         try:
-            self._pool.open(wait=True, timeout=30.0)
+            self._pool.open(wait=True, timeout=10.0)
         except PoolTimeout as exc:
             self._pool.close()
             raise ConfigError(f"cannot keep connections to {location} open ({exc})") from exc
 
     @contextmanager
     def loan(self) -> Iterator[Conn]:
-        """A connection for one statement or one transaction, back to the pool when done."""
-        with self._pool.connection() as conn:
+        """A connection for one statement or one transaction, back to the pool when done.
+
+        Raises :class:`StoreUnavailable` when no working connection comes within the bound, or when
+        the connection breaks while lent (the statement or transaction on it is lost with it:
+        PostgreSQL rolls back whatever was not committed).
+        """
+        conn, pooled = self._borrow()
+        try:
             yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if not (conn.broken or conn.closed):
+                raise  # the statement failed, not the connection
+            self._down.set()
+            raise self._unavailable(f"the connection was lost: {_cause(exc)}", lost=True) from exc
+        finally:
+            if pooled:
+                self._pool.putconn(conn)
+            else:
+                conn.close()
+
+    def _borrow(self) -> tuple[Conn, bool]:
+        """A working connection and whether it is the pool's (else it is this loan's own, closed after)."""
+        started = time.monotonic()
+        down = self._down.is_set()
+        try:
+            conn = self._pool.getconn(timeout=DOWN_LOAN_SECONDS if down else LOAN_SECONDS)
+        except PoolTimeout as exc:
+            cause = self._pool.last_failure
+            if down:
+                try:
+                    own = self._connect()
+                except psycopg.Error as failed:
+                    raise self._unavailable(_cause(failed)) from failed
+                self._down.clear()
+                return own, False
+            if cause is None:
+                busy = time.monotonic() - started
+                raise self._unavailable(f"every connection stayed busy for {busy:.1f} s") from exc
+            self._down.set()
+            raise self._unavailable(cause) from exc
+        self._down.clear()
+        return conn, True
+
+    def _connect(self) -> Conn:
+        conn = psycopg.connect(self._url, **self._options)
+        try:
+            self._configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _configure(self, conn: Conn) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, self._search_path)))
+        register_vector(conn)
+
+    def _unavailable(self, cause: str, *, lost: bool = False) -> StoreUnavailable:
+        what = "stopped answering" if lost else "cannot be reached"
+        return StoreUnavailable(
+            f"the index database {self._location} {what} ({cause}); kbseek reconnects by itself "
+            "when the database is back, so try again shortly"
+        )
+
+    def _gave_up(self, pool: ConnectionPool[Conn]) -> None:
+        log.warning(
+            "the index database %s has not answered for %.0f s (%s); kbseek tries again at the next request",
+            self._location, RECONNECT_SECONDS, self._pool.last_failure or "no reason given",
+        )  # fmt: skip
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _cause(exc: BaseException) -> str:
+    """libpq's reason in a few words: the first line of its message, without the generic preface.
+
+    libpq's messages never quote the password (the URL may hold one, but the message names only
+    the host or socket).
+    """
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for preface in (
+        "connection is bad: ",
+        "connection failed: ",
+        "consuming input failed: ",
+        "sending query failed: ",
+    ):
+        text = text.removeprefix(preface)
+    return text
