@@ -529,9 +529,6 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
         raise click.ClickException("below the floor: " + "; ".join(failed))
 
 
-_DOCTOR_COLOURS = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
-
-
 # Not through kb_options: that wrapper builds the KnowledgeBase, which creates the index folder and raises on a
 # broken config, and doctor must stay read-only and report a broken config as a failed check.
 @cli.command()
@@ -541,42 +538,41 @@ _DOCTOR_COLOURS = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "brig
               help="Config file (default: ./kbseek.toml if present).")  # fmt: skip
 @click.option("--index-dir", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_INDEX_DIR",
               help="Where the index lives (default: <kb>/.kbseek, or the user cache dir).")  # fmt: skip
+@click.option("--store", "store", metavar="URL", envvar="KBSEEK_STORE_URL",
+              help="Check the index in PostgreSQL at this postgresql:// URL (default: [store] url, else SQLite).")  # fmt: skip
+@click.option("--kb-name", metavar="NAME", envvar="KBSEEK_KB_NAME",
+              help="The knowledge base's name in that database (default: from the folder's name).")  # fmt: skip
 @click.option("--lexical-only", is_flag=True, help="Skip the embedding model check (keyword search only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as a JSON list.")
 @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
 def doctor(
-    kb: Path | None, config: Path | None, index_dir: Path | None, lexical_only: bool, as_json: bool,
-    verbose: int,
+    kb: Path | None, config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
+    lexical_only: bool, as_json: bool, verbose: int,
 ) -> None:  # fmt: skip
     """Check what usually goes wrong, and say how to fix each thing.
 
     Python version, config, embedding model (loaded for real, about a
     second), index and its schema, the writer lock, the file watcher's
-    inotify limits and free disk space. Read-only: it creates and changes
-    nothing. Exit status 1 if any check fails.
+    inotify limits and free disk space. With the index in PostgreSQL:
+    the database (5 s timeout, shown without its password), pgvector,
+    the knowledge base's schema and who holds its advisory lock.
+    Read-only: it creates and changes nothing. Exit status 1 if any
+    check fails.
 
     \b
     Example:
         kbseek doctor --kb ~/notes
+        kbseek doctor --kb ~/notes --store postgresql://kb@db.example/notes
     """
-    from kbseek.doctor import DoctorOptions, run_doctor
+    from kbseek.doctor import DoctorOptions, report, run_doctor
 
     _configure_logging(verbose)
     options = DoctorOptions(
-        kb=kb, config=config, index_dir=index_dir, lexical_only=lexical_only, cwd=Path.cwd()
-    )
+        kb=kb, config=config, index_dir=index_dir, lexical_only=lexical_only, cwd=Path.cwd(), store_url=store,
+        kb_name=kb_name,
+    )  # fmt: skip
     results = run_doctor(options)
-    if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))
-    else:
-        width = max(len(r.name) for r in results)
-        for r in results:
-            status = click.style(f"{r.status:<4}", fg=_DOCTOR_COLOURS[r.status], bold=r.status == "fail")
-            click.echo(f"{status}  {r.name:<{width}}  {r.detail}")
-            if r.fix and r.status != "ok":
-                click.echo(f"{'':<4}  {'':<{width}}  fix: {r.fix}")
-        counts = {s: sum(r.status == s for r in results) for s in _DOCTOR_COLOURS}
-        click.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    click.echo(report(results, as_json=as_json))
     if any(r.status == "fail" for r in results):
         sys.exit(1)
 

@@ -81,6 +81,14 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
         "kbseek.store.schema": "doctor compares the on-disk schema version without opening a knowledge base",
         "kbseek.store.lock": "doctor names the writer lock's holder without taking the lock",
     },
+    "kbseek.doctor.postgres_store": {
+        "kbseek.store.postgres_schema": "doctor reads the schema's version, name and lock key without opening "
+        "a store, whose setup would create the schema and the extension",
+        "kbseek.store.schema": "doctor reads the meta rows of a PostgreSQL index as the store would",
+    },
+    "kbseek.doctor.runner": {
+        "kbseek.store.opening": "doctor names the knowledge base's schema as the store would, from the folder",
+    },
 }
 """Surface → domain imports made on purpose. Doctor is read-only and runs when something is already
 wrong: it must not build the facade (which prepares the index folder), so it reads these itself."""

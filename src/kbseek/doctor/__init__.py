@@ -1,10 +1,12 @@
 """``kbseek doctor``: check what usually goes wrong, and say how to fix each thing.
 
 Each check is a small function returning a :class:`CheckResult` (name, status,
-detail, fix), so the CLI only renders and the checks can be tested one by one. They live by what
+detail, fix), so the CLI only prints and the checks can be tested one by one. They live by what
 they look at: ``configuration`` (the config and the embedding model), ``system`` (Python, the file
 watcher's limits, free disk), ``sqlite_index`` (the index file, its folder's modes, the writer
-lock); ``runner`` puts them in order.
+lock), ``postgres_store`` (the database, pgvector, the knowledge base's schema and its advisory lock,
+in place of the file checks when the index is in PostgreSQL); ``runner`` puts them in order and
+``report`` prints them.
 
 Doctor is strictly read-only, because it is what a user runs when something is
 already wrong, and it must not make things worse or hide the evidence: it never
@@ -19,7 +21,8 @@ failed check naming the error, not a traceback.
 
 from __future__ import annotations
 
+from kbseek.doctor.report import report
 from kbseek.doctor.result import CheckResult, DoctorOptions, Status
 from kbseek.doctor.runner import index_command, run_doctor
 
-__all__ = ["CheckResult", "DoctorOptions", "Status", "index_command", "run_doctor"]
+__all__ = ["CheckResult", "DoctorOptions", "Status", "index_command", "report", "run_doctor"]

@@ -16,8 +16,9 @@ def check_config(options: DoctorOptions) -> tuple[CheckResult, Settings | None]:
     cfg = options.config if options.config is not None else find_config(options.cwd)
     cfg = cfg.expanduser().resolve() if cfg is not None else None
     source = SettingsSource(
-        cfg, root=options.kb, index_dir=options.index_dir, semantic=False if options.lexical_only else None
-    )
+        cfg, root=options.kb, index_dir=options.index_dir, semantic=False if options.lexical_only else None,
+        store_url=options.store_url, kb_name=options.kb_name,
+    )  # fmt: skip
     origin = f"config {cfg}" if cfg else f"no config file (no {CONFIG_FILENAME} here; flags and defaults)"
     try:
         settings = source.load()
@@ -27,6 +28,8 @@ def check_config(options: DoctorOptions) -> tuple[CheckResult, Settings | None]:
             fix = f'pass --kb PATH, set KBSEEK_KB, or put kb = "PATH" in {CONFIG_FILENAME}'
         elif message.startswith("knowledge base"):
             fix = "check the path given with --kb, KBSEEK_KB or kb in the config"
+        elif message.startswith("[store].url") and options.store_url is not None:
+            fix = "give --store (or KBSEEK_STORE_URL) as postgresql://user@host:port/database"
         elif cfg is not None and not cfg.is_file():
             fix = "check the path given with --config or KBSEEK_CONFIG"
         else:
@@ -38,6 +41,8 @@ def check_config(options: DoctorOptions) -> tuple[CheckResult, Settings | None]:
             "config", "fail", f"cannot read config {cfg}: {exc}",
             "check the file's permissions, or point --config at another file",
         ), None  # fmt: skip
+    if settings.root is None:  # a server that reads an index in a database, without the files
+        return CheckResult("config", "ok", f"{origin}; no knowledge-base folder (the index only)"), settings
     return CheckResult("config", "ok", f"{origin}; knowledge base {settings.root}"), settings
 
 

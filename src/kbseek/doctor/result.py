@@ -4,7 +4,7 @@ becoming a traceback: doctor runs when things are broken, so it must always fini
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -37,6 +37,10 @@ class DoctorOptions:
     index_dir: Path | None = None
     lexical_only: bool = False
     cwd: Path = Path(".")
+    store_url: str | None = field(default=None, repr=False)
+    """``--store``: a PostgreSQL URL that overrides ``[store] url`` (it may hold a password)."""
+    kb_name: str | None = None
+    """``--kb-name``: the knowledge base's name in that database, overriding ``[store] name``."""
 
 
 def guarded(name: str, check: Callable[[], CheckResult]) -> CheckResult:

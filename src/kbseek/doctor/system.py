@@ -93,7 +93,7 @@ def check_disk(index_dir: Path) -> CheckResult:
     except OSError as exc:
         return CheckResult("disk", "skip", f"cannot measure free space at {place}: {exc}")
     size = _folder_bytes(index_dir)
-    detail = f"{_human(free)} free beside {index_dir} (index {_human(size)})"
+    detail = f"{human_bytes(free)} free beside {index_dir} (index {human_bytes(size)})"
     fix = "free some space on that disk, or move the index with --index-dir DIR (or KBSEEK_INDEX_DIR)"
     if free < DISK_FAIL_BYTES:
         return CheckResult(
@@ -121,7 +121,7 @@ def _folder_bytes(folder: Path) -> int:
         return 0
 
 
-def _human(n: int) -> str:
+def human_bytes(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024:

@@ -1,0 +1,398 @@
+"""The checks of an index kept in PostgreSQL: the database, pgvector, the knowledge base's schema, and
+the advisory lock its writers take.
+
+Doctor looks the way a person would with ``psql``, on one connection of its own whose transactions
+are all read-only: it never opens a ``PostgresStore`` (whose setup creates the extension and the
+schema), and every query here only reads the catalogs and the schema's tables. A person sees the
+database only by :func:`~kbseek.store.postgres_schema.display_url`, never with its password, wherever
+that comes from (the URL, ``PGPASSWORD``, ``~/.pgpass``). The queries have short timeouts, because a
+server that hangs, or a writer rebuilding the schema, must become a check's answer, not a doctor that
+never finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
+
+from kbseek.doctor.result import CheckResult, guarded
+from kbseek.doctor.system import human_bytes
+from kbseek.errors import ConfigError
+from kbseek.store.postgres_schema import (
+    LOCK_CLASS,
+    SCHEMA_VERSION,
+    TABLES,
+    display_url,
+    lock_key,
+    schema_name,
+)
+from kbseek.store.schema import META_SCHEMA_VERSION, index_meta
+
+Conn = psycopg.Connection[TupleRow]
+
+CONNECT_TIMEOUT_S = 5
+"""How long doctor waits for the server: long enough for a distant one, short enough that a wrong host
+or a firewall that drops packets is reported while the person is still looking."""
+STATEMENT_TIMEOUT = "5s"
+LOCK_TIMEOUT = "2s"
+"""A writer rebuilding the schema holds its tables' locks for the whole rebuild: reading them waits
+this long at most, then says the index is busy."""
+MIN_SERVER = 12
+"""The search statement materialises its CTEs (``WITH … AS MATERIALIZED``), which PostgreSQL 12 added."""
+
+PERMISSIONS_ELSEWHERE = CheckResult(
+    "permissions", "skip", "the index is in PostgreSQL: the database's roles and grants decide who reads "
+    "it, not file modes (the index folder's modes apply only to a SQLite index)",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IndexCommand:
+    """The ``kbseek index`` line to suggest, and what to say beside it when it cannot carry the password."""
+
+    line: str
+    note: str = ""
+
+    def run(self, extra: str = "") -> str:
+        return f"run `{self.line}{extra}`{self.note}"
+
+
+def index_command(parts: list[str], url: str, kb_name: str, *, url_given: bool) -> IndexCommand:
+    """``parts`` (``kbseek index --kb …``) with the database and the knowledge base's name.
+
+    A URL given on the command line is repeated without its password, and the note says so; one from
+    the config is left to the config, which the command reads again.
+    """
+    extra = ["--kb-name", kb_name]
+    note = ""
+    if url_given:
+        extra = ["--store", display_url(url), *extra]
+        if _password_of(url):
+            note = " (with the password put back into the --store URL, or set in PGPASSWORD)"
+    return IndexCommand(shlex.join([*parts, *extra]), note)
+
+
+def postgres_checks(
+    url: str,
+    kb_name: str | None,
+    model_id: str | None,
+    command: IndexCommand,
+    *,
+    timeout: float = CONNECT_TIMEOUT_S,
+) -> list[CheckResult]:
+    """The database, pgvector, the index, the index folder's permissions (not applicable) and the
+    writer lock, in that order, on one connection that is closed before returning."""
+    database, conn = check_database(url, timeout=timeout)
+    results = [database]
+    if conn is None:
+        results += [
+            CheckResult(name, "skip", "needs a database doctor can reach", "fix the database check first")
+            for name in ("pgvector", "index")
+        ]
+        return [*results, PERMISSIONS_ELSEWHERE, CheckResult(
+            "writer lock", "skip", "needs a database doctor can reach", "fix the database check first"
+        )]  # fmt: skip
+    with conn:
+        location = display_url(url)
+        results.append(guarded("pgvector", lambda: check_pgvector(conn)))
+        try:
+            if kb_name is None:
+                raise ConfigError("no knowledge-base name given, and no folder to take one from")
+            schema = schema_name(kb_name)
+        except ConfigError as exc:
+            fix = 'pass --kb-name NAME (or set KBSEEK_KB_NAME, or name = "NAME" in [store] of the config)'
+            return [*results, CheckResult("index", "fail", str(exc), fix), PERMISSIONS_ELSEWHERE,
+                    CheckResult("writer lock", "skip", "needs a valid knowledge-base name", fix)]  # fmt: skip
+        results.append(guarded("index", lambda: check_schema(conn, schema, location, model_id, command)))
+        results.append(PERMISSIONS_ELSEWHERE)
+        results.append(guarded("writer lock", lambda: check_advisory_lock(conn, schema)))
+    return results
+
+
+def check_database(url: str, *, timeout: float = CONNECT_TIMEOUT_S) -> tuple[CheckResult, Conn | None]:
+    """Reach the server within ``timeout`` seconds and name it: version, database, user.
+
+    The connection is returned for the checks that follow; every transaction on it is read-only.
+    """
+    location = display_url(url)
+    seconds = max(2, round(timeout))  # libpq waits at least 2 s, whatever it is given
+    started = time.perf_counter()
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=seconds, application_name=_application())
+    except psycopg.OperationalError as exc:
+        message = " ".join(_without_password(str(exc), url).split())  # libpq's lines, as one
+        return CheckResult(
+            "database", "fail", f"cannot reach the index database {location} within {seconds} s: {message}",
+            "check the URL (host, port, database, user) given with --store, KBSEEK_STORE_URL or [store] url, "
+            "that the server is running and accepts connections from this machine, and the password "
+            "(in the URL, PGPASSWORD or ~/.pgpass)",
+        ), None  # fmt: skip
+    except psycopg.ProgrammingError:
+        # libpq's complaint about a malformed string quotes a piece of it, which may be the password.
+        return CheckResult(
+            "database", "fail", "the index database URL is not a PostgreSQL connection string",
+            "write it as postgresql://user@host:port/database (the password in PGPASSWORD or ~/.pgpass)",
+        ), None  # fmt: skip
+    try:
+        conn.execute("SET default_transaction_read_only = on")
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
+        conn.execute("SELECT set_config('lock_timeout', %s, false)", (LOCK_TIMEOUT,))
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
+            " current_database(), current_user"
+        ).fetchone()
+    except psycopg.Error as exc:
+        conn.close()
+        return CheckResult(
+            "database", "fail", f"connected to {location}, but it did not answer: "
+            f"{' '.join(_without_password(str(exc), url).split())}",
+            "check the server's log; a server that is starting up or shutting down answers in a moment",
+        ), None  # fmt: skip
+    assert row is not None
+    version, number, database, user = str(row[0]), int(row[1]), str(row[2]), str(row[3])
+    took = time.perf_counter() - started
+    detail = f"PostgreSQL {version} at {location}, database {database} as {user} (connected in {took:.2f} s)"
+    if number < MIN_SERVER * 10_000:
+        return CheckResult(
+            "database", "fail", f"{detail}: kbseek needs PostgreSQL {MIN_SERVER} or newer",
+            f"upgrade the server, or point --store at a PostgreSQL {MIN_SERVER}+ server",
+        ), conn  # fmt: skip
+    return CheckResult("database", "ok", detail), conn
+
+
+def check_pgvector(conn: Conn) -> CheckResult:
+    """Is pgvector's ``vector`` extension in this database, and if not, who can add it and how.
+
+    The first ``kbseek index`` creates it when its user may; otherwise a person with the right has to,
+    once per database (extensions are per database, not per server).
+    """
+    row = conn.execute(
+        "SELECT e.extversion, n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'vector'"
+    ).fetchone()
+    if row is not None:
+        return CheckResult("pgvector", "ok", f"extension vector {row[0]} installed (in schema {row[1]})")
+    database = str(_one(conn, "SELECT current_database()"))
+    create = f"CREATE EXTENSION vector; in the database {database} (for example psql -d {shlex.quote(database)} " \
+        "-c 'CREATE EXTENSION vector')"  # fmt: skip
+    available = conn.execute(
+        "SELECT a.default_version, v.trusted FROM pg_available_extensions a"
+        " JOIN pg_available_extension_versions v ON v.name = a.name AND v.version = a.default_version"
+        " WHERE a.name = 'vector'"
+    ).fetchone()
+    if available is None:
+        return CheckResult(
+            "pgvector", "fail", f"the server has no pgvector: the extension vector cannot be created in {database}",
+            "install pgvector on the database server (https://github.com/pgvector/pgvector#installation), "
+            f"then have a superuser run {create}",
+        )  # fmt: skip
+    version, trusted = str(available[0]), bool(available[1])
+    superuser = _one(conn, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+    may_create = _one(conn, "SELECT has_database_privilege(current_database(), 'CREATE')")
+    who = "a superuser or, as it is trusted here, a user with CREATE on the database such as its owner" \
+        if trusted else "a superuser (pgvector is not a trusted extension)"  # fmt: skip
+    if superuser or (trusted and may_create):
+        return CheckResult(
+            "pgvector", "warn",
+            f"the extension vector {version} is available but not installed in {database}; the first "
+            "`kbseek index` creates it, as this user may",
+            f"run kbseek index, or create it now: {create}",
+        )  # fmt: skip
+    return CheckResult(
+        "pgvector", "fail",
+        f"the extension vector {version} is available but not installed in {database}, and this user "
+        "cannot create it",
+        f"creating it needs {who}: have one run {create}",
+    )  # fmt: skip
+
+
+def check_schema(
+    conn: Conn, schema: str, location: str, model_id: str | None, command: IndexCommand
+) -> CheckResult:
+    """Does the knowledge base's schema exist, is it this kbseek's, and do its vectors fit the model?
+
+    The same questions ``check_index`` asks of a SQLite file, read from the catalogs and the schema's
+    own tables without opening a store (which would create or rebuild the schema).
+    """
+    where = f"{location} (schema {schema})"
+    exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    tables = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+            (schema,),
+        )
+    }
+    if not exists or not tables:
+        found = "no schema" if not exists else "an empty schema"
+        return CheckResult(
+            "index", "warn", f"the knowledge base was never indexed in this database ({found} {schema} in {location})",
+            f"{command.run()} (or start `kbseek serve` with the same options, which indexes in the background)",
+        )  # fmt: skip
+    drop = f"choose another --kb-name, or drop the schema {schema} if nothing else uses it"
+    foreign = tables - set(TABLES)
+    if foreign or "meta" not in tables:
+        return CheckResult(
+            "index", "fail", f"the schema {schema} in {location} holds tables that are not a kbseek index "
+            f"({', '.join(sorted(foreign or tables))})", drop,
+        )  # fmt: skip
+    try:
+        raw = _read(conn, schema, "SELECT key, value FROM {}.meta")
+    except psycopg.errors.InsufficientPrivilege as exc:
+        return _no_privilege(schema, exc)
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+        return _busy(where)
+    meta = {str(k): str(v) for k, v in raw}
+    try:
+        version = int(meta.get(META_SCHEMA_VERSION, ""))
+    except ValueError:
+        return CheckResult(
+            "index", "fail", f"the schema {schema} in {location} records no kbseek schema version", drop
+        )
+    if version > SCHEMA_VERSION:
+        return CheckResult(
+            "index", "fail", f"{where} was written by a newer kbseek (schema {version}; this one reads {SCHEMA_VERSION})",
+            "upgrade kbseek (pip install -U 'kbseek[postgres]') on this machine too; servers sharing an "
+            f"index run the same kbseek, or {drop}",
+        )  # fmt: skip
+    if version < SCHEMA_VERSION:
+        return CheckResult(
+            "index", "warn", f"{where} was written by an older kbseek (schema {version}; this one writes {SCHEMA_VERSION})",
+            f"{command.run()}: it brings the schema up to date, rebuilding the index from the files where "
+            "the layout changed",
+        )  # fmt: skip
+    try:
+        counted = _read(conn, schema, (
+            "SELECT (SELECT count(*) FROM {0}.documents), (SELECT count(*) FROM {0}.chunks),"
+            " (SELECT count(*) FROM {0}.chunks c WHERE EXISTS"
+            "  (SELECT 1 FROM {0}.embeddings e WHERE e.content_hash = c.content_hash)),"
+            " (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            "  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r')"
+        ), (schema,))[0]  # fmt: skip
+    except psycopg.errors.InsufficientPrivilege as exc:
+        return _no_privilege(schema, exc)
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+        return _busy(where)
+    documents, chunks, embedded, size = (int(v) for v in counted)
+    facts = index_meta(meta)
+    summary = (
+        f"{where}: schema {version}, {documents} documents, {chunks} chunks, {embedded} with a vector, "
+        f"{human_bytes(size)}"
+    )
+    if facts.last_pass_at is not None:
+        with contextlib.suppress(ValueError, OverflowError, OSError):  # a time no calendar holds
+            summary += f", last indexed {datetime.fromtimestamp(facts.last_pass_at, UTC):%Y-%m-%d %H:%M UTC}"
+    recorded = facts.embedding.model if facts.embedding is not None else None
+    if recorded:
+        summary += f", vectors from {recorded}"
+    if model_id is not None and recorded and recorded != model_id:
+        return CheckResult(
+            "index", "fail",
+            f"{summary}; but the configured model is {model_id}, so semantic search is off until they match",
+            f"{command.run(' --reembed')} to embed every chunk with the configured model, or set [embed] "
+            "back to the model the index was built with (every server sharing this index uses one model)",
+        )  # fmt: skip
+    if model_id is not None and not embedded and chunks:
+        return CheckResult(
+            "index", "warn",
+            f"{summary}; no vectors yet (indexed with --lexical-only?), so only keyword search works",
+            f"{command.run()} to embed the chunks",
+        )  # fmt: skip
+    if documents == 0:
+        return CheckResult(
+            "index", "warn", f"{summary}: nothing is indexed",
+            "check that --kb names the folder with your notes; `kbseek status` lists skipped files and why",
+        )  # fmt: skip
+    return CheckResult("index", "ok", summary)
+
+
+def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
+    """Who holds the knowledge base's advisory lock now: its writer takes it for each transaction.
+
+    ``pg_locks`` shows a two-number advisory key as ``classid``/``objid`` with ``objsubid`` 2; the
+    holder is named as its connection named itself (``kbseek pid N on HOST``), which
+    ``pg_stat_activity`` shows to every user.
+    """
+    rows = conn.execute(
+        "SELECT l.granted, l.pid, a.application_name, a.usename, extract(epoch FROM now() - a.xact_start)"
+        " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = %s::oid AND l.objid = %s::oid"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " ORDER BY l.granted DESC, l.pid",
+        (LOCK_CLASS, lock_key(schema)),
+    ).fetchall()
+    holders = [r for r in rows if r[0]]
+    waiting = len(rows) - len(holders)
+    if not holders:
+        return CheckResult("writer lock", "ok", f"free (no transaction is writing to {schema} right now)")
+    _, pid, application, user, seconds = holders[0]
+    who = str(application) if application else f"a connection of user {user or 'unknown'}"
+    held = f"held by {who} (server process {pid}"
+    held += f", transaction open {float(seconds):.1f} s)" if seconds is not None else ")"
+    if waiting:
+        held += f", {waiting} more waiting"
+    return CheckResult(
+        "writer lock", "warn",
+        f"{held}: an indexing pass is writing {schema}, and another writer waits for it, then stops",
+        "wait for that pass to finish; if it never does, stop that process, or end its transaction with "
+        f"SELECT pg_terminate_backend({pid}) (the lock ends with the transaction, so none is ever left "
+        "behind)",
+    )  # fmt: skip
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _application() -> str:
+    """How doctor's connection shows in ``pg_stat_activity``: like a kbseek writer's, with ``doctor``."""
+    return f"kbseek doctor pid {os.getpid()} on {socket.gethostname()}"[:63]
+
+
+def _read(conn: Conn, schema: str, query: str, params: tuple[object, ...] = ()) -> list[TupleRow]:
+    return conn.execute(sql.SQL(query).format(sql.Identifier(schema)), params).fetchall()
+
+
+def _one(conn: Conn, query: str) -> object:
+    row = conn.execute(query).fetchone()
+    return row[0] if row else None
+
+
+def _password_of(url: str) -> str:
+    try:
+        return str(conninfo_to_dict(url).get("password") or "")
+    except psycopg.ProgrammingError:
+        return ""
+
+
+def _without_password(message: str, url: str) -> str:
+    """libpq's messages do not quote the password; this makes sure, wherever the password came from."""
+    for secret in (_password_of(url), os.environ.get("PGPASSWORD", "")):
+        if len(secret) >= 3:
+            message = message.replace(secret, "***")
+    return message
+
+
+def _no_privilege(schema: str, exc: psycopg.Error) -> CheckResult:
+    return CheckResult(
+        "index", "fail", f"this user cannot read the schema {schema} ({exc.diag.message_primary or exc})",
+        f"connect as the role that indexes it, or have its owner run GRANT USAGE ON SCHEMA {schema} TO "
+        f"<role>; GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO <role>",
+    )  # fmt: skip
+
+
+def _busy(where: str) -> CheckResult:
+    return CheckResult(
+        "index", "warn", f"{where} is busy: a writer holds its tables (a rebuild or an upgrade in progress?)",
+        "run kbseek doctor again in a minute; the writer lock check names the writer",
+    )  # fmt: skip
