@@ -85,7 +85,7 @@ def write_store(store: SqliteStore, draw: Callable[[int], np.ndarray], n: int, d
             for i in range(count)
         )
         document = DocumentInput(
-            path=path, parser="md", size=1, mtime_ns=1, content_hash=path, chars=count, title=path,
+            path=path, parser="md", size=1, mtime_ns=1, content_hash=path, chars=count, text="x" * count, title=path,
             frontmatter={}, tags=("even",) if first // CHUNKS_PER_DOCUMENT % 2 == 0 else (), date=None,
             warnings=(), chunks=chunks,
         )  # fmt: skip

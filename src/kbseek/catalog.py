@@ -10,7 +10,9 @@ Two sets decide what a reader sees, and they differ on purpose:
   listing offers is exactly what a resource read accepts.
 
 Both are grouped into topics by one rule, :func:`topic_prefix`. ``get_document`` is bounded by neither:
-it reads any file under the root that an enabled parser opens, through the one guard (D1, D5).
+it reads any file under the root that an enabled parser opens, through the one guard (D1, D5). On a
+server without the files (no root: it reads a database index, docs/decisions/0031) the index is the
+only source, so ``get_document`` there serves the indexed documents' stored text and nothing else.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from datetime import datetime
 
 from kbseek import fitting, shaping
 from kbseek.echoes import ECHO_CHARS, bounded_middle
-from kbseek.errors import NotServable
+from kbseek.errors import DocumentNotFound, NotServable
 from kbseek.guard import LoadedDocument, literal_path, load_document, relative_path
+from kbseek.ingest.parsers import media_type_of
 from kbseek.live_config import LiveConfig
 from kbseek.responses import (
     DocumentResponse,
@@ -104,8 +107,27 @@ class Catalog:
         ``exact``: ``path`` is an indexed path, read as it is (see :func:`kbseek.guard.load_document`).
         """
         active = self._live.active
+        root = active.settings.root
+        if root is None:
+            return self._stored_document(path, exact=exact)
         return load_document(
-            active.settings.root, path, active.registry, max_bytes=active.settings.max_file_bytes, exact=exact
+            root, path, active.registry, max_bytes=active.settings.max_file_bytes, exact=exact
+        )
+
+    def _stored_document(self, path: str, *, exact: bool) -> LoadedDocument:
+        """A document as the index holds it, named as search returned it or as an agent typed it."""
+        candidates = (
+            [literal_path(path)] if exact else list(dict.fromkeys([literal_path(path), relative_path(path)]))
+        )
+        for rel in candidates:
+            row = self._store.document(rel)
+            text = self._store.document_text(rel) if row is not None else None
+            if row is not None and text is not None:
+                return LoadedDocument(rel, text, media_type_of(row.parser), row.size, row.parser)
+        raise DocumentNotFound(
+            f"{bounded_middle(candidates[-1], ECHO_CHARS)} is not in the index this server reads: a server "
+            "without the files serves indexed documents only; search or list_topics give their paths",
+            path,
         )
 
     def read_document(self, path: str, *, offset: int, max_chars: int | None) -> DocumentResponse:

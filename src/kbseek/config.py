@@ -83,7 +83,9 @@ class Limits:
 class Settings:
     """Everything kbseek needs to know about one knowledge base."""
 
-    root: Path
+    root: Path | None
+    """The folder of notes. ``None``: a server that only reads an index kept in a database, on a
+    machine without the files, serving the text the index holds (docs/decisions/0031)."""
     index_dir: Path | None = None
     """Where the index lives; ``None`` means ``<root>/.kbseek`` (or the user cache dir if read-only)."""
     exclude_dirs: tuple[str, ...] = ()
@@ -287,21 +289,25 @@ def build_settings(
     """Combine explicit values (flags/environment) with config-file values and defaults."""
     fv = dict(file_values or {})
     kb = root if root is not None else fv.get("kb")
-    if kb is None:
+    url = store_url if store_url is not None else fv.get("store", {}).get("url")
+    if kb is None and url is not None:
+        kb_dir: Path | None = None  # a reader of a database index: no files (checked by KnowledgeBase)
+    elif kb is None:
         raise ConfigError(
             "no knowledge base given: pass --kb PATH, set KBSEEK_KB, "
             f'or put kb = "PATH" in {CONFIG_FILENAME} in the current directory'
         )
-    kb = Path(kb).expanduser().resolve()
-    if not kb.exists():
-        raise ConfigError(
-            f"knowledge base folder {kb} does not exist: pass the folder that holds your notes "
-            "(create it first for a new knowledge base)"
-        )
-    if not kb.is_dir():
-        raise ConfigError(f"knowledge base {kb} is not a folder")
+    else:
+        kb_dir = Path(kb).expanduser().resolve()
+        if not kb_dir.exists():
+            raise ConfigError(
+                f"knowledge base folder {kb_dir} does not exist: pass the folder that holds your notes "
+                "(create it first for a new knowledge base)"
+            )
+        if not kb_dir.is_dir():
+            raise ConfigError(f"knowledge base {kb_dir} is not a folder")
 
-    kwargs: dict[str, Any] = {"root": kb}
+    kwargs: dict[str, Any] = {"root": kb_dir}
     idx = index_dir if index_dir is not None else fv.get("index_dir")
     if idx is not None:
         kwargs["index_dir"] = Path(idx).expanduser().resolve()
@@ -341,7 +347,6 @@ def build_settings(
             "[index].", "reconcile_interval", fv["index"]["reconcile_interval"], float
         )
     store = fv.get("store", {})
-    url = store_url if store_url is not None else store.get("url")
     if url is not None:
         kwargs["store_url"] = _typed("[store].", "url", url, str)
     name = kb_name if kb_name is not None else store.get("name")

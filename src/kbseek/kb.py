@@ -19,7 +19,7 @@ from kbseek.embed.factory import make_embedder
 from kbseek.ingest.copying import CopyReport
 from kbseek.ingest.indexer import IndexReport
 from kbseek.live_config import LiveConfig, PathArg
-from kbseek.paths import copy_index_to, open_index, prepare_index_dir, resolve_index_dir
+from kbseek.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.progress import ProgressListener
 from kbseek.responses import (
     DocumentResponse,
@@ -34,7 +34,6 @@ from kbseek.retrieval import Retrieval
 from kbseek.runner import IndexListener, IndexRunner
 from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
-from kbseek.store.opening import kb_name_of
 
 
 class KnowledgeBase:
@@ -89,6 +88,7 @@ class KnowledgeBase:
             store_url=store, kb_name=kb_name,
         )  # fmt: skip
         settings = self._live.settings
+        check_reader(settings, read_only=read_only)
         self.index_dir: Path = resolve_index_dir(settings)
         self.read_only = read_only
         if not read_only:
@@ -131,7 +131,7 @@ class KnowledgeBase:
         return self._live.limits
 
     @property
-    def root(self) -> Path:
+    def root(self) -> Path | None:  # None: a server reading a database index without the files
         return self._live.settings.root
 
     @property
@@ -214,7 +214,7 @@ class KnowledgeBase:
 
     def copy_index(self, to: str, *, kb_name: str | None = None) -> CopyReport:
         """This index, vectors included, into an empty one: a ``postgresql://`` URL or a SQLite file."""
-        return copy_index_to(self.store, to, kb_name=kb_name or kb_name_of(self.root))
+        return copy_index_to(self.store, to, kb_name=kb_name, settings=self.settings)
 
     def reload_settings(self) -> None:
         """Re-read the config file now; what needs a restart is named in ``status().notes``."""

@@ -70,7 +70,7 @@ class LiveConfig:
             settings = source.load()
         elif any(v is not None for v in (root, config, index_dir, semantic, store_url, kb_name)):
             raise TypeError("pass either settings= or root/config/index_dir/semantic/store, not both")
-        if not settings.root.is_dir():
+        if settings.root is not None and not settings.root.is_dir():
             raise ConfigError(
                 f"knowledge base folder {settings.root} does not exist or is not a folder: "
                 "pass the folder that holds your notes"

@@ -32,6 +32,7 @@ from pathlib import Path
 import platformdirs
 
 from kbseek.config import Settings
+from kbseek.errors import ConfigError, IndexReadOnly
 from kbseek.filenames import INDEX_DIRNAME
 from kbseek.ingest.copying import CopyReport, copy_index
 from kbseek.store.base import Store
@@ -58,10 +59,44 @@ _INDEX_FILE_PREFIXES = (INDEX_FILENAME, "vectors", ".vectors-")
 ``vectors.json``, ``vectors-*.usearch`` and their temporary ``.vectors-*.tmp`` files."""
 
 
+def files_of(settings: Settings) -> Path:
+    """The folder of notes; refused on a server that reads a database index without the files."""
+    if settings.root is None:
+        raise IndexReadOnly(
+            "this server reads an index kept in a database and has no folder of notes; index on the "
+            f"machine that has the files: `kbseek index --kb PATH --store URL --kb-name {settings.kb_name}`"
+        )
+    return settings.root
+
+
+def check_reader(settings: Settings, *, read_only: bool) -> None:
+    """A knowledge base without a folder only reads a database index, and must say which one.
+
+    Raises :class:`ConfigError` naming the option that is missing, before anything is opened.
+    """
+    if settings.root is not None:
+        return
+    if not read_only:
+        raise ConfigError(
+            "no knowledge-base folder given: pass --kb PATH (or kb in the config) to index the notes "
+            "there; a server on a machine without the files serves the database's index with --read-only"
+        )
+    if settings.kb_name is None:
+        raise ConfigError(
+            "without a folder the knowledge base's name in the database cannot be derived: pass "
+            "--kb-name NAME (or set [store] name), the name the writer indexed it under"
+        )
+
+
 def resolve_index_dir(settings: Settings) -> Path:
-    """``--index-dir`` if given, else ``<root>/.kbseek``, else (read-only KB) the user cache dir."""
+    """``--index-dir`` if given, else ``<root>/.kbseek``, else (read-only KB) the user cache dir.
+
+    A server without the folder keeps nothing of its own but may look for a folder (an evaluation's
+    last run): the user cache dir, under the knowledge base's name."""
     if settings.index_dir is not None:
         return settings.index_dir
+    if settings.root is None:
+        return Path(platformdirs.user_cache_dir("kbseek")) / f"reader-{settings.kb_name}"
     inside = settings.root / INDEX_DIRNAME
     if inside.is_dir() and os.access(inside, os.W_OK):
         return inside
@@ -175,23 +210,25 @@ def open_index(settings: Settings, index_dir: Path, *, read_only: bool) -> Store
     """The store that holds this knowledge base's index: the PostgreSQL database ``[store].url``
     names (the knowledge base's schema in it: ``[store].name``, or one derived from the folder), or
     the SQLite file in ``index_dir``."""
-    name = settings.kb_name if settings.kb_name is not None else kb_name_of(settings.root)
+    name = settings.kb_name if settings.kb_name is not None else kb_name_of(files_of(settings))
     return open_store(
         settings.store_url, sqlite_file=index_file(index_dir), kb_name=name, read_only=read_only
     )
 
 
-def copy_index_to(source: Store, to: str, *, kb_name: str) -> CopyReport:
+def copy_index_to(source: Store, to: str, *, kb_name: str | None, settings: Settings) -> CopyReport:
     """``source`` copied into the empty index ``to`` names (``kbseek store copy``): a
     ``postgresql://`` URL (the schema ``kb_name`` in it), a SQLite file (a path with a suffix), or an
-    index folder (``--index-dir``: an existing folder, or a path without a suffix), made if missing."""
+    index folder (``--index-dir``: an existing folder, or a path without a suffix), made if missing.
+    ``kb_name`` defaults to this knowledge base's own name."""
     url = to if is_database_url(to) else None
     file = Path(to).expanduser()
     if url is None:
         if file.is_dir() or not file.suffix:
             file = index_file(file)
         file.parent.mkdir(parents=True, exist_ok=True)
-    target = open_store(url, sqlite_file=file, kb_name=kb_name, read_only=False)
+    name = kb_name or settings.kb_name or kb_name_of(files_of(settings))
+    target = open_store(url, sqlite_file=file, kb_name=name, read_only=False)
     try:
         return copy_index(source, target)
     finally:

@@ -199,7 +199,7 @@ def status_text(r: StatusResponse) -> str:
     if not r.chunks:
         r = r.model_copy(update={"embedded": None})  # "0 of 0 chunks embedded" says nothing
     lines = [
-        f"knowledge base: {escaped(r.root)}",
+        f"knowledge base: {escaped(r.root) if r.root is not None else '(no folder: served from the index)'}",
         f"index:          {escaped(r.index_path)}",
         f"documents:      {r.documents}",
         f"chunks:         {r.chunks}",

@@ -186,7 +186,9 @@ class IndexProgress(BaseModel):
 
 
 class StatusResponse(BaseModel):
-    root: str
+    root: str | None = Field(
+        description="The folder of notes; null on a server that reads a shared index without the files."
+    )
     index_path: str
     documents: int
     chunks: int

@@ -62,11 +62,13 @@ from pathlib import Path
 from kbseek import shaping
 from kbseek.errors import IndexLocked, IndexReadOnly, KbError
 from kbseek.filenames import IGNORE_FILENAME
+from kbseek.following import Follower
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
 from kbseek.ingest.scan import ScanResult
 from kbseek.ingest.watch import Watcher
 from kbseek.live_config import LiveConfig
+from kbseek.paths import files_of
 from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
 from kbseek.responses import IndexSummary, StatusResponse
 from kbseek.semantic import SemanticLeg
@@ -102,6 +104,7 @@ class IndexRunner:
         self._read_only = read_only
         self._pass_lock = threading.Lock()
         self._writer = WriterLock(index_dir)
+        self._follower = Follower(store, self._after_followed_pass)
         self._listeners: list[IndexListener] = []
         self._threads: list[threading.Thread] = []
         self._watcher: Watcher | None = None
@@ -126,10 +129,11 @@ class IndexRunner:
     def _indexer(self, *, embed: bool) -> Indexer:
         active = self._live.active  # one read: settings and parsers from the same reload
         settings = active.settings
+        root = files_of(settings)
         embed_fn, model_id = self._semantic.embedding(embed)
         return Indexer(
-            settings.root, self._store, active.registry,
-            Exclusion(settings.root, settings.exclude_dirs, self._index_dir),
+            root, self._store, active.registry,
+            Exclusion(root, settings.exclude_dirs, self._index_dir),
             chunking=settings.chunking, max_file_bytes=settings.max_file_bytes, embed=embed_fn,
             model_id=model_id, embed_batch=settings.embed.batch_size,
         )  # fmt: skip
@@ -333,9 +337,15 @@ class IndexRunner:
 
     def _after_pass(self, report: IndexReport) -> None:
         self.last_report = report
-        if not report.changed:
-            return
-        self._semantic.vectors_changed(rebuilt=False)
+        if report.changed:
+            self._after_change(report, rebuilt=False)
+
+    def _after_followed_pass(self, report: IndexReport, rebuilt: bool) -> None:
+        """A pass another process committed to the index this server only reads (``following``)."""
+        self._after_change(report, rebuilt=rebuilt)
+
+    def _after_change(self, report: IndexReport, *, rebuilt: bool) -> None:
+        self._semantic.vectors_changed(rebuilt=rebuilt)
         for listener in self._listeners:
             try:
                 listener(report)
@@ -378,7 +388,10 @@ class IndexRunner:
     def nothing_found_note(self) -> str:
         """Why an indexed knowledge base is empty, and what to do about it."""
         active = self._live.active
-        return shaping.nothing_found_note(active.settings.root, active.registry.extensions)
+        root = active.settings.root
+        if root is None:
+            return shaping.reader_empty_note(self._store.location, shaping.index_command(active.settings))
+        return shaping.nothing_found_note(root, active.registry.extensions)
 
     # -- a server's threads ------------------------------------------------------------------------
 
@@ -386,6 +399,9 @@ class IndexRunner:
         """Index changes as they happen, on the watcher's thread, with a periodic reconciliation on one
         of its own; the watcher's state and the freshness mode show in ``index_status``."""
         root = self._live.settings.root
+        if self._read_only or root is None:  # another process writes: learn of its passes from the store
+            self._follower.start()
+            return
         self._watcher = Watcher(root, self._index_dir, self._on_files_changed, also=self._live.config_path)
         self._watcher.start()
         if self._read_only or self._watcher.state.startswith("unavailable"):
@@ -446,7 +462,7 @@ class IndexRunner:
         """The batch as root-relative paths, or ``None`` when it calls for a scan of the whole tree."""
         if not changed or len(changed) > SCOPED_BATCH_MAX:
             return None
-        root = self._live.settings.root.resolve()
+        root = files_of(self._live.settings).resolve()
         rels: set[str] = set()
         for path in changed:
             try:
@@ -463,18 +479,19 @@ class IndexRunner:
         that embeds."""
 
         def work() -> None:
-            with self._unattended("catch-up indexing"):
-                self.index(prune_disabled=False, embed=False)
+            if not self._read_only:
+                with self._unattended("catch-up indexing"):
+                    self.index(prune_disabled=False, embed=False)
             self._semantic.load()
             # The bilingual bridge's lexicon (about 0.6 s and 38 MB) is read here, not in the first
             # search; not at all while the bridge is off, nor by a server already stopping.
             if self._live.settings.bridge_weight > 0 and not self._closing.is_set():
                 lexicon()
-            if self._semantic.ready:
+            if self._semantic.ready and not self._read_only:
                 with self._unattended("embedding pass"):
                     self.index(prune_disabled=False)  # embeds what the catch-up pass wrote
 
-        self.indexing = True  # visible at once, before the thread is scheduled
+        self.indexing = not self._read_only  # visible at once, before the thread is scheduled
         self._semantic.loading_in_background()
         thread = threading.Thread(target=work, name="kbseek-catch-up", daemon=True)
         self._threads.append(thread)
@@ -485,6 +502,7 @@ class IndexRunner:
         flight finishes first)."""
         self._closing.set()
         self._reconcile_wake.set()
+        self._follower.stop()
         if self._watcher is not None:
             self._watcher.stop()
         for t in self._threads:

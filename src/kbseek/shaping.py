@@ -496,8 +496,18 @@ def topic_body(prefix: str, documents: Sequence[tuple[str, str]]) -> str:
 
 def index_command(settings: Settings) -> str:
     """The command that indexes this knowledge base, for notes that tell a person what to run."""
+    if settings.root is None:
+        return f"kbseek index --kb PATH --store URL --kb-name {settings.kb_name}"
     option = f" --index-dir {settings.index_dir}" if settings.index_dir is not None else ""
     return f"kbseek index --kb {settings.root}{option}"
+
+
+def reader_empty_note(location: str, command: str) -> str:
+    """Why a server reading a database index without the files finds it empty, and what to run where."""
+    return (
+        f"the index {location} holds no documents: nothing has been indexed under this name yet; on the "
+        f"machine that has the notes run `{command}` (the same --kb-name), or check the name"
+    )
 
 
 def nothing_found_note(root: Path, extensions: Collection[str]) -> str:
@@ -513,7 +523,7 @@ def nothing_found_note(root: Path, extensions: Collection[str]) -> str:
 class StatusFacts:
     """Everything ``status`` reports, gathered from the store, the runner and the semantic leg."""
 
-    root: Path
+    root: Path | None
     index_path: str
     documents: int
     chunks: int
@@ -560,7 +570,7 @@ def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
     if f.semantic_note:
         notes.append(f.semantic_note)
     return StatusResponse(
-        root=str(f.root), index_path=f.index_path, documents=f.documents, chunks=f.chunks,
+        root=str(f.root) if f.root is not None else None, index_path=f.index_path, documents=f.documents, chunks=f.chunks,
         indexing=f.indexing, progress=progress_model(f.progress),
         last_index_at=iso(f.last_pass_at) if f.last_pass_at else None,
         last_pass_seconds=round(f.last_pass_seconds, 3) if f.last_pass_seconds is not None else None,

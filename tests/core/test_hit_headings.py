@@ -65,6 +65,7 @@ def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass
     with closing(sqlite3.connect(db)) as conn, conn:
         # as schema 1 left it: no table for the sections, an older parse (and a row a rebuild would drop)
         conn.execute("DROP TABLE chunk_sections")
+        conn.execute("DROP TABLE document_texts")
         conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
         conn.execute("UPDATE meta SET value='3' WHERE key='parse_version'")
         conn.execute("INSERT INTO meta(key, value) VALUES ('marker', 'kept')")
@@ -76,7 +77,7 @@ def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass
     finally:
         kb.close()
     with closing(sqlite3.connect(db)) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
         assert conn.execute("SELECT value FROM meta WHERE key='marker'").fetchone() == ("kept",)  # no rebuild
 
 

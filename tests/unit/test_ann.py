@@ -75,7 +75,7 @@ class Corpus:
                 for i, h in enumerate(hashes)
             )
             doc = DocumentInput(
-                path=path, parser="md", size=1, mtime_ns=first, content_hash=path, chars=1, title=path,
+                path=path, parser="md", size=1, mtime_ns=first, content_hash=path, chars=1, text="x", title=path,
                 frontmatter={}, tags=(), date=None, warnings=(), chunks=chunks,
             )  # fmt: skip
             vectors = self.vectors(PER_DOCUMENT)

@@ -40,7 +40,7 @@ def _write(store: SqliteStore, docs: dict[str, list[str]]) -> None:
             built = tuple(_chunk(path, i, t) for i, t in enumerate(texts))
             document = DocumentInput(
                 path=path, parser="md", size=100, mtime_ns=1, content_hash=hashlib.sha256(path.encode()).hexdigest(),
-                chars=sum(len(t) for t in texts), title="Title", frontmatter={}, tags=(), date=None,
+                chars=sum(len(t) for t in texts), text="\n".join(texts), title="Title", frontmatter={}, tags=(), date=None,
                 warnings=(), chunks=built,
             )  # fmt: skip
             tx.write_document(document, replaces=None)

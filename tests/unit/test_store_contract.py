@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -113,9 +114,10 @@ def document(
     built = tuple(
         chunk(path, i, c) if isinstance(c, str) else c for i, c in enumerate(chunks)
     )  # fmt: skip
+    served = "".join(c.chunk.text for c in built)
     return DocumentInput(
         path=path, parser="md", size=size, mtime_ns=1_000, content_hash=content_hash or _hash(path),
-        chars=sum(len(c.chunk.text) for c in built), title=title, frontmatter={"title": title, "n": 1},
+        chars=len(served), text=served, title=title, frontmatter={"title": title, "n": 1},
         tags=tags, date="2026-03-01", warnings=("a warning",), chunks=built,
     )  # fmt: skip
 
@@ -202,8 +204,9 @@ def test_meta_reads_back_typed_facts(opener: Opener) -> None:
         tx.record_pass(finished_at=1_700_000_000.25, parse_version=7)
         tx.record_embedding(EmbeddingRecord(model="model:1", dim=4, scheme="scheme-a"))
     expected = IndexMeta(
-        last_pass_at=1_700_000_000.25, parse_version=7, embedding=EmbeddingRecord("model:1", 4, "scheme-a")
-    )
+        last_pass_at=1_700_000_000.25, parse_version=7, embedding=EmbeddingRecord("model:1", 4, "scheme-a"),
+        passes=1, listing_pass=1,
+    )  # fmt: skip
     assert store.meta() == expected
     store.close()
     store = opener()
@@ -230,8 +233,39 @@ def test_clearing_vectors_forgets_what_made_them_and_nothing_else(store: Store) 
         tx.record_pass(finished_at=5.0, parse_version=3)
     with store.transaction() as tx:
         tx.clear_vectors()
-    assert store.meta() == IndexMeta(last_pass_at=5.0, parse_version=3, embedding=None)
+    assert store.meta() == IndexMeta(last_pass_at=5.0, parse_version=3, embedding=None, passes=1, listing_pass=1)
     assert store.embedded_count() == 0 and store.chunks_without_vectors() == [pending]
+
+
+def test_passes_are_counted_and_the_listing_pass_moves_only_when_told(store: Store) -> None:
+    assert (store.meta().passes, store.meta().listing_pass) == (0, 0)
+    with store.transaction() as tx:
+        tx.record_pass(finished_at=1.0, parse_version=1, listing_changed=True)
+    with store.transaction() as tx:
+        tx.record_pass(finished_at=2.0, parse_version=1, listing_changed=False)
+    assert (store.meta().passes, store.meta().listing_pass) == (2, 1)
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.record_pass(finished_at=3.0, parse_version=1)
+        raise RuntimeError("a pass that fails is not counted")
+    assert store.meta().passes == 2
+
+
+def test_waiting_for_a_pass_returns_when_another_store_object_records_one(opener: Opener) -> None:
+    reader, writer = opener(), opener()
+    try:
+        assert reader.wait_for_pass(0, 0.05) == 0  # nothing happened: the timeout, and the same number
+        woke: list[int] = []
+        waiting = threading.Thread(target=lambda: woke.append(reader.wait_for_pass(0, 30.0)))
+        waiting.start()
+        time.sleep(0.2)
+        with writer.transaction() as tx:
+            tx.record_pass(finished_at=1.0, parse_version=1)
+        waiting.join(30.0)
+        assert woke == [1]
+        assert reader.wait_for_pass(0, 0.0) == 1  # already different: no wait at all
+    finally:
+        reader.close()
+        writer.close()
 
 
 # -- documents -------------------------------------------------------------------------------------
@@ -249,6 +283,19 @@ def test_a_document_reads_back_as_written(store: Store) -> None:
     assert (state.id, state.size, state.mtime_ns, state.parser) == (doc_id, 42, 1_000, "md")
     assert state.content_hash == _hash("notes/a.md")
     assert store.counts() == (1, 2)
+
+
+def test_the_served_text_reads_back_as_written_and_follows_its_document(store: Store) -> None:
+    served = "# Title\n\n本文 with a lone \ud800 surrogate, a tab\t and a NUL \x00 kept"
+    (doc_id,) = write(store, replace(document("a.md", "alpha"), text=served, chars=len(served)))
+    assert store.document_text("a.md") == served
+    assert store.document_text("A.md") is None and store.document_text("b.md") is None
+    with store.transaction() as tx:  # an edit, renamed on the way
+        tx.write_document(replace(document("b.md", "beta"), text="new text", chars=8), replaces=doc_id)
+    assert store.document_text("a.md") is None and store.document_text("b.md") == "new text"
+    with store.transaction() as tx:
+        tx.delete_document(doc_id)
+    assert store.document_text("b.md") is None
 
 
 def test_a_document_is_found_by_its_exact_path_only(store: Store) -> None:

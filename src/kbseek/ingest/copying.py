@@ -66,10 +66,16 @@ def copy_index(source: Store, target: Store) -> CopyReport:
                 )
                 for c in stored
             )  # fmt: skip
+            text = source.document_text(row.path)
+            if text is None:
+                raise ConfigError(
+                    f"the index at {source.location} does not hold the text of {row.path} (it was "
+                    "written by an older kbseek); run `kbseek index` once, then copy again"
+                )
             tx.write_document(
                 DocumentInput(
                     path=row.path, parser=row.parser, size=row.size, mtime_ns=state.mtime_ns,
-                    content_hash=state.content_hash, chars=row.chars, title=row.title,
+                    content_hash=state.content_hash, chars=row.chars, text=text, title=row.title,
                     frontmatter=row.frontmatter, tags=row.tags, date=row.date, warnings=row.warnings,
                     chunks=inputs,
                 ),

@@ -66,10 +66,21 @@ class IndexReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     seconds: float = 0.0
+    elsewhere: bool = False
+    """A pass another process committed to a shared index, which a server that only reads it learned
+    of: what it changed is not known here, only whether its listing moved (``listing_moved``)."""
+    listing_moved: bool = False
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.updated or self.renamed or self.deleted or self.chunks_embedded)
+        return self.elsewhere or bool(
+            self.added or self.updated or self.renamed or self.deleted or self.chunks_embedded
+        )
+
+    @property
+    def listing_changed(self) -> bool:
+        """Whether the pass added, removed or renamed a document: what a resource listing shows."""
+        return self.listing_moved or bool(self.added or self.deleted or self.renamed)
 
 
 @dataclass(frozen=True)
@@ -234,7 +245,10 @@ class Indexer:
         with self.store.transaction() as tx:
             tx.replace_skipped(skipped)
             tx.prune()
-            tx.record_pass(finished_at=time.time(), parse_version=PARSE_VERSION)
+            tx.record_pass(
+                finished_at=time.time(), parse_version=PARSE_VERSION,
+                listing_changed=report.listing_changed,
+            )  # fmt: skip
         report.seconds = time.perf_counter() - started
         return report
 

@@ -39,7 +39,7 @@ class KbServer(MCPServer[Any]):
         kb.on_index_change(self._index_changed)
 
     def _index_changed(self, report: IndexReport) -> None:
-        if report.added or report.deleted or report.renamed:
+        if report.listing_changed:
             self.notifier.broadcast_from_thread()
 
     async def list_resources(self) -> list[MCPResource]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -149,6 +149,12 @@ class IndexMeta:
     """``ingest.parsers.PARSE_VERSION`` of the parsers that wrote the documents."""
     embedding: EmbeddingRecord | None = None
     """What made the vectors; ``None`` when no vector was recorded (or they were cleared)."""
+    passes: int = 0
+    """How many passes the index has recorded: what a server reading an index that another process
+    writes watches to learn that it changed (:meth:`Store.wait_for_pass`)."""
+    listing_pass: int = 0
+    """The number (as in :attr:`passes`) of the last pass that added, removed or renamed a document:
+    when the resource listing a reader offers changed."""
 
 
 # -- records handed in -----------------------------------------------------------------------------
@@ -177,6 +183,9 @@ class DocumentInput:
     mtime_ns: int
     content_hash: str
     chars: int
+    text: str
+    """The served text (``ParsedDocument.text``): kept so that a server without the files can serve
+    the document (docs/decisions/0031); ``chars`` is its length."""
     title: str
     frontmatter: Mapping[str, Any]
     """Stored as JSON; a value JSON cannot hold is stored as its ``str()``."""
@@ -229,8 +238,10 @@ class StoreWriter(Protocol):
         """Forget every vector and the :class:`EmbeddingRecord`, so the next pass embeds everything afresh."""
         ...
 
-    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
-        """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``)."""
+    def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
+        """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``), and
+        count it (``passes``); ``listing_changed``: it added, removed or renamed a document
+        (``listing_pass``). Readers of the index hear of it when the transaction commits."""
         ...
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:
@@ -273,6 +284,15 @@ class Store(Protocol):
         """The facts about the whole index; an empty :class:`IndexMeta` for a new index."""
         ...
 
+    def wait_for_pass(self, seen: int, timeout: float) -> int:
+        """:attr:`IndexMeta.passes` as soon as it differs from ``seen``, or as it is after ``timeout``
+        seconds: how a server that does not write the index learns that another process did.
+
+        Never raises for a store that went away meanwhile: it waits out the timeout and returns
+        ``seen``, and the caller asks again.
+        """
+        ...
+
     # -- documents ---------------------------------------------------------------------------------
 
     def counts(self) -> Counts:
@@ -296,6 +316,11 @@ class Store(Protocol):
 
     def documents(self) -> list[DocumentRow]:
         """Every indexed document, sorted by path."""
+        ...
+
+    def document_text(self, path: str) -> str | None:
+        """The served text the document at ``path`` was indexed with, exactly as written; ``None`` when
+        the path is not indexed. What a server without the files serves (docs/decisions/0031)."""
         ...
 
     def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
@@ -428,6 +453,35 @@ class Store(Protocol):
 
     def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
         """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
+        ...
+
+
+@runtime_checkable
+class NearestVectors(Protocol):
+    """What a store may offer besides :class:`Store`: the nearest chunk vectors found by the store
+    itself, so the dense leg holds no vectors and builds no graph (PostgreSQL with pgvector;
+    docs/decisions/0032). The SQLite store does not offer it; ``search.store_vectors`` uses it when
+    a store does."""
+
+    def nearest_vectors(
+        self, query: npt.NDArray[np.float32], k: int, allowed: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """At most ``k`` (chunk rowid, cosine) best first, ties by rowid; with ``allowed``, only those.
+
+        Exact while the store holds no approximate index for the query's dimension; approximate
+        (recall@10 at least 0.95 against exact) once :meth:`build_vector_index` has built one. The
+        cosine is the float32 dot product of the stored vector with the query, as ``DenseIndex``
+        gives it, whichever way the row was found. Chunks sharing a content hash share its vector.
+        """
+        ...
+
+    def build_vector_index(self, dim: int) -> bool:
+        """Build the approximate index for vectors of ``dim`` unless one is there (minutes at a million
+        vectors), dropping any of another dimension; returns whether it built one.
+
+        Reads and writes go on meanwhile and never wait for it. Called by the process that writes
+        the index, outside any transaction; a second caller while one builds returns at once.
+        """
         ...
 
 

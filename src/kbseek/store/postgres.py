@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,6 +43,7 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
 from kbseek.store.postgres_pool import Conn, Connections, setup_connection
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
@@ -53,7 +55,7 @@ from kbseek.store.postgres_schema import (
     schema_version,
 )
 from kbseek.store.postgres_writer import PostgresWriter, fold_tag
-from kbseek.store.schema import BM25_WEIGHTS, index_meta
+from kbseek.store.schema import BM25_WEIGHTS, index_meta, unpack_text
 
 __all__ = ["PostgresStore"]
 
@@ -133,6 +135,7 @@ class PostgresStore:
         self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._absent = False
         self._pool: Connections | None = None
+        self._listener = PassListener(url, self.schema, self._application)
         search_path = self._set_up(url, create)
         if self._absent:
             return
@@ -158,6 +161,7 @@ class PostgresStore:
         return self._location
 
     def close(self) -> None:
+        self._listener.close()
         if self._pool is not None:
             self._pool.close()
 
@@ -250,6 +254,20 @@ class PostgresStore:
     def meta(self) -> IndexMeta:
         return index_meta({str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")})
 
+    def wait_for_pass(self, seen: int, timeout: float) -> int:
+        """Woken by the writer's ``NOTIFY``, and reading the counter at least every second whatever
+        happens to notifications (a standby gets none): ``store.postgres_listen``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                passes = self.meta().passes
+            except psycopg.Error:
+                passes = seen
+            remaining = deadline - time.monotonic()
+            if passes != seen or remaining <= 0:
+                return passes
+            self._listener.wait(min(remaining, POLL_SECONDS))
+
     # -- documents ---------------------------------------------------------------------------------
 
     def counts(self) -> Counts:
@@ -282,6 +300,13 @@ class PostgresStore:
 
     def documents(self) -> list[DocumentRow]:
         return [_document_row(r) for r in self._rows(f"{_DOCUMENTS} ORDER BY path")]
+
+    def document_text(self, path: str) -> str | None:
+        sql_text = (
+            "SELECT t.text FROM documents d JOIN document_texts t ON t.document_id = d.id WHERE d.path = %s"
+        )
+        rows = self._rows(sql_text, (path,)) if "\x00" not in path else []
+        return unpack_text(bytes(rows[0][0])) if rows else None
 
     def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
         if among is None:

@@ -26,7 +26,7 @@ from kbseek.store.schema import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA_PREFIX = "kbseek_"
 """Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
@@ -55,6 +55,7 @@ TABLES = (
     "embeddings",
     "retired_chunks",
     "skipped",
+    "document_texts",
 )
 """Every table of the layout, so an older one can be dropped table by table and a schema holding
 anything else is recognised as not kbseek's."""
@@ -160,6 +161,20 @@ CREATE TABLE skipped (
 );
 """
 
+_DOCUMENT_TEXTS = """
+-- The served text of each document, so a server without the files can serve it (decision 0031).
+CREATE TABLE document_texts (
+    document_id bigint PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    text        bytea NOT NULL        -- zlib-compressed UTF-8 (store.schema.pack_text)
+);
+"""
+DDL += _DOCUMENT_TEXTS
+
+ADDED: dict[int, str] = {2: _DOCUMENT_TEXTS}
+"""For a schema version, what brings a schema of the version before it up to it when the change only
+adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
+text, filled by the re-parse that parse version 5 causes, every vector kept."""
+
 
 def schema_name(kb_name: str) -> str:
     """The schema of knowledge base ``kb_name``; refuses a name that could not safely be one."""
@@ -226,7 +241,16 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
     try:
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, SETUP_LOCK))
         version = schema_version(conn, schema, location=location)
-        if version != SCHEMA_VERSION:
+        if version is not None and updated_in_place(version):
+            log.info("index schema %s of %s is older than %s: adding its new tables", version, location,
+                     SCHEMA_VERSION)  # fmt: skip
+            conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+            for newer in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute(ADDED[newer])
+            conn.execute(
+                "UPDATE meta SET value = %s WHERE key = %s", (str(SCHEMA_VERSION), META_SCHEMA_VERSION)
+            )
+        elif version != SCHEMA_VERSION:
             _create_extension(conn, location)
             if version is not None:
                 log.warning(
@@ -253,6 +277,11 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def updated_in_place(version: int) -> bool:
+    """Whether every schema after ``version`` only added tables."""
+    return 0 < version < SCHEMA_VERSION and all(v in ADDED for v in range(version + 1, SCHEMA_VERSION + 1))
 
 
 def schema_version(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> int | None:

@@ -25,7 +25,14 @@ from psycopg.rows import TupleRow
 
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
-from kbseek.store.schema import META_EMBEDDING, RETIRED_CHUNKS_KEPT, embedding_meta, pass_meta
+from kbseek.store.schema import (
+    META_EMBEDDING,
+    META_PASSES,
+    RETIRED_CHUNKS_KEPT,
+    embedding_meta,
+    pack_text,
+    pass_meta,
+)
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -88,6 +95,11 @@ class PostgresWriter:
                 "INSERT INTO document_tags (document_id, tag) SELECT %s, t FROM unnest(%s::text[]) AS t",
                 (doc_id, tags),
             )
+        conn.execute(
+            "INSERT INTO document_texts (document_id, text) VALUES (%s, %s)"
+            " ON CONFLICT (document_id) DO UPDATE SET text = EXCLUDED.text",
+            (doc_id, pack_text(document.text)),
+        )
         self._insert_chunks(doc_id, document.chunks)
         return doc_id
 
@@ -243,9 +255,17 @@ class PostgresWriter:
 
     # -- meta --------------------------------------------------------------------------------------
 
-    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
-        for key, value in pass_meta(finished_at=finished_at, parse_version=parse_version).items():
+    def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
+        """Also ``NOTIFY`` the knowledge base's channel (its schema's name), which PostgreSQL delivers
+        to every listening reader when, and only if, this transaction commits."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = %s", (META_PASSES,)).fetchone()
+        rows = pass_meta(
+            finished_at=finished_at, parse_version=parse_version, passes_before=row[0] if row else None,
+            listing_changed=listing_changed,
+        )  # fmt: skip
+        for key, value in rows.items():
             self._set_meta(key, value)
+        self._conn.execute("SELECT pg_notify(current_schema(), %s)", (rows[META_PASSES],))
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:
         for key, value in embedding_meta(embedding).items():

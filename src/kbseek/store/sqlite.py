@@ -13,7 +13,6 @@ table layout with its upgrade rules in ``schema``. The guarantees are the protoc
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -42,15 +41,20 @@ from kbseek.store.base import (
 from kbseek.store.fts_match import match_expression, rare_terms
 from kbseek.store.schema import (
     BM25_WEIGHTS,
+    create_private,
     index_meta,
     is_busy,
     open_schema,
+    unpack_text,
 )
 from kbseek.store.sqlite_writer import SqliteWriter
 
 __all__ = ["SqliteStore"]
 
 BATCH = 500
+PASS_POLL_SECONDS = 0.25
+"""How often :meth:`SqliteStore.wait_for_pass` reads the pass counter: a reader sees another process's
+pass within this (a read of one small table)."""
 """Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
 
 _CHUNK_COLUMNS = (
@@ -99,7 +103,7 @@ class SqliteStore:
             None if create or path.exists() else f"file:kbseek-empty-{id(self)}?mode=memory&cache=shared"
         )
         if create:
-            _create_private(path)
+            create_private(path)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
@@ -195,6 +199,18 @@ class SqliteStore:
     def meta(self) -> IndexMeta:
         return index_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
 
+    def wait_for_pass(self, seen: int, timeout: float) -> int:
+        """SQLite tells no other process of a commit, so the counter is read a few times a second."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                passes = self.meta().passes
+            except sqlite3.Error:
+                passes = seen
+            if passes != seen or time.monotonic() >= deadline:
+                return passes
+            time.sleep(min(PASS_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
     # -- documents ---------------------------------------------------------------------------------
 
     def counts(self) -> Counts:
@@ -235,6 +251,11 @@ class SqliteStore:
 
     def documents(self) -> list[DocumentRow]:
         return [_document_row(r) for r in self.conn.execute(f"{_DOCUMENTS} ORDER BY path")]
+
+    def document_text(self, path: str) -> str | None:
+        sql = "SELECT t.text FROM documents d JOIN document_texts t ON t.document = d.id WHERE d.path=?"
+        r = self.conn.execute(sql, (path,)).fetchone()
+        return unpack_text(r[0]) if r else None
 
     def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
         if among is None:
@@ -565,24 +586,6 @@ def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: list[objec
         clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
         params.append(tag)
     return clauses
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file empty and ``0600`` (owner only) if it is missing, before SQLite opens it.
-
-    An empty file is an empty database to SQLite, and SQLite gives the ``-wal`` and ``-shm`` files it
-    creates the database file's mode, so the whole index is private whatever the umask (which a
-    threaded server must not change). An existing file is left as it is; on Windows a mode means
-    nothing, so SQLite creates the file itself. A folder that is missing or not writable is left
-    for SQLite to report, as before.
-    """
-    if os.name == "nt" or path.exists():
-        return
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    except OSError:
-        return
-    os.close(fd)
 
 
 def _batches(ids: Sequence[Any]) -> Iterator[list[Any]]:

@@ -17,7 +17,14 @@ import numpy as np
 import numpy.typing as npt
 
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
-from kbseek.store.schema import META_EMBEDDING, RETIRED_CHUNKS_KEPT, embedding_meta, pass_meta
+from kbseek.store.schema import (
+    META_EMBEDDING,
+    META_PASSES,
+    RETIRED_CHUNKS_KEPT,
+    embedding_meta,
+    pack_text,
+    pass_meta,
+)
 
 
 class SqliteWriter:
@@ -53,6 +60,10 @@ class SqliteWriter:
                 " frontmatter=?, tags=?, date=?, warnings=?, indexed_at=? WHERE id=?",
                 (*values, doc_id),
             )
+        conn.execute(
+            "INSERT OR REPLACE INTO document_texts(document, text) VALUES (?, ?)",
+            (doc_id, pack_text(document.text)),
+        )
         self._insert_chunks(doc_id, document.chunks)
         return doc_id
 
@@ -130,8 +141,13 @@ class SqliteWriter:
 
     # -- meta --------------------------------------------------------------------------------------
 
-    def record_pass(self, *, finished_at: float, parse_version: int) -> None:
-        for key, value in pass_meta(finished_at=finished_at, parse_version=parse_version).items():
+    def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (META_PASSES,)).fetchone()
+        rows = pass_meta(
+            finished_at=finished_at, parse_version=parse_version, passes_before=row[0] if row else None,
+            listing_changed=listing_changed,
+        )  # fmt: skip
+        for key, value in rows.items():
             self._set_meta(key, value)
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:

@@ -47,12 +47,12 @@ def _builtin() -> dict[str, Parser]:
 AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf")
 DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt")
 
-PARSE_VERSION = 4
+PARSE_VERSION = 5
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
 changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
 (vectors of chunks whose heading path and text did not change are kept). 2: display text.
 4: the sections merged into a chunk are recorded (``Chunk.sections``), and a heading right after
-an MDX tag line is a heading."""
+an MDX tag line is a heading. 5: the served text is stored (a server without the files serves it)."""
 
 _MARKUP_PARSERS = frozenset({"md"})
 
@@ -67,6 +67,12 @@ OTHER_DOCUMENT_FORMATS: dict[str, str] = {
 base of ``.rst`` pages does not look indexed when it is not; images, data and code are expected
 beside notes and stay unmentioned. HTML is left out on purpose: it is far more often a build
 output or a template than a note."""
+
+
+def media_type_of(parser: str) -> str:
+    """The media type of text a parser (by name) serves; plain text for a name this version lacks."""
+    found = _builtin().get(parser)
+    return found.media_type if found is not None else "text/plain"
 
 
 def has_markup(parser: str) -> bool:
