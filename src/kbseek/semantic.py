@@ -27,9 +27,9 @@ from kbseek.config import Settings
 from kbseek.embed.base import Embedder, embed_queries
 from kbseek.errors import IndexIncompatible, KbError
 from kbseek.ingest.indexer import EmbedFn
-from kbseek.search.ann import open_vector_index, suits
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
+from kbseek.search.store_vectors import open_dense_index, suits
 from kbseek.store.base import Store, model_incompatibility
 from kbseek.words import counted
 
@@ -132,9 +132,10 @@ class SemanticLeg:
 
     def _open_index(self, embedder: Embedder) -> VectorIndex:
         parts = self._parts if sum(self._parts) == embedder.dim else ()
-        return open_vector_index(
+        # A process with no index folder is read-only: it never builds the store's vector index.
+        return open_dense_index(
             self._store, embedder.dim, approximate_above=self._approximate_above, folder=self._folder,
-            parts=parts,
+            parts=parts, builds=self._folder is not None,
         )  # fmt: skip
 
     @property

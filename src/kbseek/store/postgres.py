@@ -31,6 +31,7 @@ from psycopg.rows import TupleRow
 
 from kbseek.errors import IndexLocked, IndexReadOnly
 from kbseek.models import SectionStart
+from kbseek.store import postgres_vectors
 from kbseek.store.base import (
     ChunkRow,
     Counts,
@@ -510,6 +511,22 @@ class PostgresStore:
             (_ints(rowids),),
         )
         return _matrix(rows, dim)
+
+    # -- nearest vectors in the database (base.NearestVectors; postgres_vectors, decision 0032) -----
+
+    def nearest_vectors(
+        self, query: np.ndarray, k: int, allowed: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        if self._absent:
+            return []
+        with self._reading() as conn:
+            return postgres_vectors.nearest(conn, query, k, allowed=allowed)
+
+    def build_vector_index(self, dim: int) -> bool:
+        if self._absent:
+            return False
+        with self._reading() as conn:  # autocommit, outside any transaction, as the build needs
+            return postgres_vectors.build_index(conn, dim, (LOCK_CLASS, lock_key(self.schema + "_vectors")))
 
 
 # -- rows to records ---------------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Nearest chunk vectors found inside PostgreSQL: exact by a scan, approximate by a pgvector HNSW index.
+
+A reader on another machine serves from the database alone (docs/decisions/0032): it holds no
+vectors and builds no graph, because the database answers "the k nearest chunks" itself. These are
+the statements, as functions of a connection; ``postgres.PostgresStore`` lends the connection.
+
+The ``embeddings`` column has no fixed dimension (docs/decisions/0030), and pgvector indexes only a
+typed column, so the index is an expression index on ``vector::vector(d)``, partial on
+``vector_dims(vector) = d``. The predicate keeps an insert of another dimension (a new model after
+``clear_vectors``) from evaluating a cast that would fail; the old index then simply holds nothing
+and is dropped when the next one is built. A query names the same expression and predicate, with
+``d`` written into the statement (never a parameter: a generic plan could not match the predicate),
+so the planner picks the index, and only when :func:`index_ready` says it is valid.
+
+Vectors are keyed by content hash and several chunks may share one: the index finds hashes, a join
+turns them into chunk rowids, and only hashes some chunk (an allowed one, with a filter) still uses
+are taken, so an orphan vector awaiting ``prune`` never takes a place in the top k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+from psycopg.rows import TupleRow
+
+Conn = psycopg.Connection[TupleRow]
+
+INDEX_PREFIX = "embeddings_hnsw_"
+"""Every approximate index is named this plus its dimension, so one of another dimension is found."""
+
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+"""The graph's shape: pgvector's defaults, measured with ``benchmarks/pg_vectors.py`` (decision 0032)."""
+
+EF_SEARCH = 100
+"""Breadth of a query's search in the graph (never below the number asked for): measured for
+recall@10 >= 0.95 against exact search (decision 0032)."""
+
+EF_SEARCH_MAX = 1_000
+"""pgvector's upper bound for ``hnsw.ef_search``."""
+
+EXACT_FILTER_MAX = 2_000
+"""A filter allowing at most this many chunks is answered exactly over those chunks (their vectors
+found by primary key); a larger one scans the graph iteratively, keeping allowed chunks only."""
+
+MAX_SCAN_TUPLES = 40_000
+"""How many graph entries one iterative scan may visit before it gives up; a filtered search that
+found fewer than it asked for is then answered exactly over the allowed chunks."""
+
+BUILD_MEMORY_MB = 4_096
+"""``maintenance_work_mem`` raised to this (never lowered) for the build's own session: a graph that
+does not fit is built on disk, several times slower. The server's setting is left alone."""
+
+_CHUNK_VECTORS = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+
+
+def index_name(dim: int) -> str:
+    return f"{INDEX_PREFIX}{int(dim)}"
+
+
+def vector_indexes(conn: Conn) -> dict[int, bool]:
+    """The approximate indexes on ``embeddings`` in this schema: dimension -> valid (usable).
+
+    A build cut off midway (``CREATE INDEX CONCURRENTLY`` killed) leaves an invalid index that the
+    planner ignores; the next build drops it.
+    """
+    rows = conn.execute(
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'embeddings'::regclass AND starts_with(c.relname, %s)",
+        (INDEX_PREFIX,),
+    ).fetchall()
+    out: dict[int, bool] = {}
+    for name, valid in rows:
+        suffix = str(name)[len(INDEX_PREFIX) :]
+        if suffix.isdigit():
+            out[int(suffix)] = bool(valid)
+    return out
+
+
+def index_ready(conn: Conn, dim: int) -> bool:
+    return vector_indexes(conn).get(dim, False)
+
+
+def nearest(
+    conn: Conn,
+    query: np.ndarray,
+    k: int,
+    *,
+    allowed: Collection[int] | None = None,
+    ef_search: int = EF_SEARCH,
+    approximate: bool | None = None,
+) -> list[tuple[int, float]]:
+    """At most ``k`` (chunk rowid, cosine) best first, ties by rowid; with ``allowed``, only those rowids.
+
+    ``approximate``: ``None`` uses the index when a valid one of the query's dimension exists;
+    ``False`` is always exact (the benchmark's baseline). The cosine is the float32 dot product of
+    the stored vector with the query, computed here as ``search.dense`` computes it, so a score does
+    not depend on which path found the row.
+    """
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    dim = len(q)
+    if k <= 0 or dim == 0 or (allowed is not None and not allowed):
+        return []
+    wanted = None if allowed is None else sorted({int(r) for r in allowed})
+    with conn.transaction():
+        use_index = index_ready(conn, dim) if approximate is None else approximate
+        rows: list[TupleRow] | None = None
+        if use_index and (wanted is None or len(wanted) > EXACT_FILTER_MAX):
+            rows = _approximate_rows(conn, q, k, wanted, min(max(ef_search, k), EF_SEARCH_MAX))
+        if rows is None:
+            rows = _exact_rows(conn, q, k, wanted)
+    return _scored(rows, q, k)
+
+
+def _exact_rows(conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None) -> list[TupleRow]:
+    """Every (allowed) chunk's distance, computed by the server; the untyped column's operator,
+    which no index serves, so this is a scan whatever indexes exist."""
+    where = "" if wanted is None else "WHERE c.id = ANY(%(allowed)s::bigint[])"
+    with conn.cursor(binary=True) as cur:
+        return cur.execute(
+            f"SELECT c.id, e.vector {_CHUNK_VECTORS} {where} ORDER BY e.vector <=> %(q)s, c.id LIMIT %(k)s",
+            {"q": Vector(q), "k": k, "allowed": wanted},
+        ).fetchall()
+
+
+def _approximate_rows(
+    conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None, ef_search: int
+) -> list[TupleRow] | None:
+    """The chunks of the ``k`` nearest used hashes by the graph; ``None`` when a filtered scan gave
+    up before finding ``k`` (the caller answers exactly instead)."""
+    dim = len(q)
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.max_scan_tuples', %s, true)",
+        (str(ef_search), str(MAX_SCAN_TUPLES)),
+    )
+    params: dict[str, Any] = {"q": Vector(q), "k": k, "allowed": wanted}
+    statement = approximate_statement(dim, filtered=wanted is not None)
+    with conn.cursor(binary=True) as cur:
+        rows = cur.execute(statement, params).fetchall()
+    if wanted is not None and len({r[2] for r in rows}) < min(k, len(wanted)):
+        return None
+    return rows
+
+
+def approximate_statement(dim: int, *, filtered: bool) -> str:
+    """The graph search: the ``k`` nearest hashes some (allowed) chunk uses, then those chunks.
+
+    A scalar subquery, not ``EXISTS``: the planner turns ``EXISTS`` into a semi-join that drains the
+    whole index scan before the ``LIMIT``; a subquery stays a per-row filter, which the iterative
+    scan applies as it goes. ``relaxed_order`` may return a few rows out of order; the caller sorts.
+    """
+    allowed = " AND c.id = ANY(%(allowed)s::bigint[])" if filtered else ""
+    d = int(dim)
+    return f"""
+        WITH near AS MATERIALIZED (
+            SELECT e.content_hash, e.vector FROM embeddings e
+            WHERE vector_dims(e.vector) = {d}
+              AND (SELECT true FROM chunks c WHERE c.content_hash = e.content_hash{allowed} LIMIT 1)
+            ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s
+        )
+        SELECT c.id, near.vector, near.content_hash FROM near JOIN chunks c ON c.content_hash = near.content_hash
+        {"WHERE true" + allowed if filtered else ""}
+    """
+
+
+def _scored(rows: list[TupleRow], q: np.ndarray, k: int) -> list[tuple[int, float]]:
+    if not rows:
+        return []
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32, copy=False)
+    sims = matrix @ q
+    order = np.lexsort((ids, -sims))[:k]
+    return [(int(ids[i]), float(sims[i])) for i in order]
+
+
+def build_index(conn: Conn, dim: int, lock: tuple[int, int]) -> bool:
+    """Build the approximate index for vectors of ``dim`` unless a valid one exists; returns whether
+    it built one. Drops invalid ones and those of other dimensions first.
+
+    ``conn`` is in autocommit mode: ``CREATE INDEX CONCURRENTLY`` cannot run in a transaction, and
+    it is what lets readers and the writer go on meanwhile (it takes no lock they wait for; it
+    waits, at its phase changes, for their short transactions to end). ``lock`` is an advisory-lock
+    key of this knowledge base's builds, not its writes' (a build of minutes must not lock the
+    writer out): a second process finding it taken returns at once, the build being under way.
+    """
+    got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", lock).fetchone()
+    if got is None or not got[0]:
+        return False
+    try:
+        return _build(conn, dim)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s, %s)", lock)
+
+
+def _build(conn: Conn, dim: int) -> bool:
+    for other, valid in vector_indexes(conn).items():
+        if other != dim or not valid:
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(other)}")
+    if index_ready(conn, dim):
+        return False
+    memory = conn.execute(
+        "SELECT setting::bigint / 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    ).fetchone()
+    try:
+        if memory is not None and int(memory[0]) < BUILD_MEMORY_MB:
+            conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY_MB}MB'")
+        conn.execute(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(dim)} ON embeddings"
+            f" USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops)"
+            f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            f" WHERE vector_dims(vector) = {int(dim)}"
+        )
+    finally:
+        conn.execute("RESET maintenance_work_mem")
+    return index_ready(conn, dim)
+
+
+def drop_indexes(conn: Conn) -> None:
+    """Drop every approximate index (concurrently, in autocommit mode): a benchmark's clean start."""
+    for dim in vector_indexes(conn):
+        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(dim)}")
