@@ -238,7 +238,7 @@ def check_schema(
         found = "no schema" if not exists else "an empty schema"
         return CheckResult(
             "index", "warn", f"the knowledge base was never indexed in this database ({found} {schema} in {location})",
-            f"{command.run()} (or start `kbseek serve` with the same options, which indexes in the background)",
+            f"{command.run()}; or start `kbseek serve` with the same options, which indexes in the background",
         )  # fmt: skip
     drop = f"choose another --kb-name, or drop the schema {schema} if nothing else uses it"
     foreign = tables - set(TABLES)
