@@ -68,7 +68,8 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         _configure_logging(verbose)
         knowledge_base = KnowledgeBase(
             kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
-            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY, store=store, kb_name=kb_name,
+            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY or kwargs.get("read_only", False),
+            store=store, kb_name=kb_name,
         )  # fmt: skip
         try:  # an error escaping the command is answered by KbseekGroup, from the error table
             return fn(knowledge_base, **kwargs)
@@ -311,10 +312,14 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
     help="Largest request body accepted; larger ones are answered 413.",
 )
 @click.option("--ui-allow-remote", is_flag=True, help="Offer the /ui web page to other machines too.")
+@click.option(
+    "--read-only", "read_only", is_flag=True,
+    help="Only serve the index another process writes (no --kb needed with --store): follow its passes.",
+)  # fmt: skip
 def serve(
     kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
-    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
@@ -334,10 +339,14 @@ def serve(
     One server for several hosts:
         kbseek serve --kb ~/notes --http --port 8765
         claude mcp add --transport http kb http://127.0.0.1:8765/mcp
+    \b
+    A team: one writer beside the files, readers anywhere (no files needed):
+        kbseek serve --kb ~/docs --store postgresql://kb@db/kbseek --kb-name docs
+        kbseek serve --http --read-only --store postgresql://kb@db/kbseek --kb-name docs
     """
     from kbseek.server.mcp import build_server
 
-    if not no_watch:
+    if not no_watch or read_only:  # a read-only server follows the writer's passes instead of files
         kb.start_watching()
     if not http:
         from kbseek.server.stdio import run_stdio

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from kbseek import shaping
+from kbseek import shaping, status
 from kbseek.catalog import Catalog
 from kbseek.embed.base import Embedder
 from kbseek.errors import EmbedderUnavailable
@@ -99,4 +99,7 @@ class Retrieval:
             args, result, limits=limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
             holds_japanese=self._store.holds_japanese,
+            empty_index=None if active.settings.root is not None else status.reader_empty_note(
+                self._store.location, status.index_command(active.settings)
+            ),
         )  # fmt: skip

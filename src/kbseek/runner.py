@@ -59,7 +59,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from kbseek import shaping
+from kbseek import status
 from kbseek.errors import IndexLocked, IndexReadOnly, KbError
 from kbseek.filenames import IGNORE_FILENAME
 from kbseek.following import Follower
@@ -371,7 +371,7 @@ class IndexRunner:
         indexing = self.indexing
         state, embedded, note = semantic.for_status(chunks, indexing=indexing)
         last = self.last_report
-        facts = shaping.StatusFacts(
+        facts = status.StatusFacts(
             root=active.settings.root, index_path=store.location, documents=docs, chunks=chunks,
             skipped=store.skipped(), warnings=[(d.path, w) for d in store.documents() for w in d.warnings],
             last_pass_at=store.meta().last_pass_at, indexing=indexing, progress=self.progress,
@@ -380,18 +380,18 @@ class IndexRunner:
             model=semantic.embedder.model_id if semantic.embedder else None, watcher=self.watcher_state,
             freshness=self.freshness,
             parsers=active.registry.enabled, config_note=self._live.note, other_writer=self.other_writer,
-            last_error=self.last_error, index_command=shaping.index_command(active.settings),
+            last_error=self.last_error, index_command=status.index_command(active.settings),
             nothing_found=self.nothing_found_note(),
         )  # fmt: skip
-        return shaping.status_response(facts, max_skipped=max_skipped)
+        return status.status_response(facts, max_skipped=max_skipped)
 
     def nothing_found_note(self) -> str:
         """Why an indexed knowledge base is empty, and what to do about it."""
         active = self._live.active
         root = active.settings.root
         if root is None:
-            return shaping.reader_empty_note(self._store.location, shaping.index_command(active.settings))
-        return shaping.nothing_found_note(root, active.registry.extensions)
+            return status.reader_empty_note(self._store.location, status.index_command(active.settings))
+        return status.nothing_found_note(root, active.registry.extensions)
 
     # -- a server's threads ------------------------------------------------------------------------
 

@@ -11,27 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
-from kbseek.config import Limits, Settings
+from kbseek.config import Limits
 from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
 from kbseek.fitting import fit_search, passage_cut_note
 from kbseek.guard import LoadedDocument, literal_path, relative_path
-from kbseek.progress import ProgressSnapshot
 from kbseek.responses import (
     DocumentResponse,
     Explanation,
     FetchResponse,
-    IndexProgress,
     IndexSummary,
     Legs,
     MissingChunk,
     Passage,
     SearchHit,
     SearchResponse,
-    SkippedFile,
-    StatusResponse,
     Topic,
     TopicsResponse,
 )
@@ -171,12 +166,15 @@ def search_response(
     summary: IndexSummary,
     extensions: Collection[str],
     holds_japanese: Callable[[], bool] | None = None,
+    empty_index: str | None = None,
 ) -> SearchResponse:
     """The response for one search: hits, legs, and a note (with its code) for everything not shown.
 
     ``holds_japanese`` answers whether the knowledge base has Japanese text, so an English query's
     weak hits may mean the answer is a Japanese page (an English-only knowledge base gets no such
-    hint). It is asked only when that hint could be given; ``None`` takes the answer as yes."""
+    hint). It is asked only when that hint could be given; ``None`` takes the answer as yes.
+    ``empty_index``: why an empty index is empty, where the caller knows better than a folder scan
+    could (a server without the files: nothing was indexed under that name)."""
     notes = list(args.notes)
     codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
     truncated = result.more_available
@@ -226,7 +224,11 @@ def search_response(
     legs = Legs(lexical="ok" if has_terms else "no_terms", semantic=shown.value)
     if not hits:
         no_terms = not has_terms
-        notes.append(empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions))
+        notes.append(
+            empty_index
+            if empty_index is not None and summary.documents == 0 and not summary.indexing
+            else empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions)
+        )
         codes.append("empty")
     response = SearchResponse(
         query=bounded(args.query), also=[bounded(a) for a in args.also], hits=hits, legs=legs, truncated=truncated, notes=notes,
@@ -489,109 +491,6 @@ def topic_body(prefix: str, documents: Sequence[tuple[str, str]]) -> str:
     lines = [f"# Topic {prefix or '(root)'}", "", f"{counted(len(documents), 'document')}.", ""]
     lines.extend(f"- [{title}]({document_uri(path)}) — `{path}`" for title, path in documents)
     return "\n".join(lines) + "\n"
-
-
-# -- status --------------------------------------------------------------------------------------------
-
-
-def index_command(settings: Settings) -> str:
-    """The command that indexes this knowledge base, for notes that tell a person what to run."""
-    if settings.root is None:
-        return f"kbseek index --kb PATH --store URL --kb-name {settings.kb_name}"
-    option = f" --index-dir {settings.index_dir}" if settings.index_dir is not None else ""
-    return f"kbseek index --kb {settings.root}{option}"
-
-
-def reader_empty_note(location: str, command: str) -> str:
-    """Why a server reading a database index without the files finds it empty, and what to run where."""
-    return (
-        f"the index {location} holds no documents: nothing has been indexed under this name yet; on the "
-        f"machine that has the notes run `{command}` (the same --kb-name), or check the name"
-    )
-
-
-def nothing_found_note(root: Path, extensions: Collection[str]) -> str:
-    """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
-    exts = ", ".join(sorted(extensions))
-    return (
-        f"no Markdown or other indexable files were found under {root}: kbseek indexes {exts} "
-        "files — add notes there, or check the exclusions (exclude_dirs in the config, .kbseekignore)"
-    )
-
-
-@dataclass(frozen=True)
-class StatusFacts:
-    """Everything ``status`` reports, gathered from the store, the runner and the semantic leg."""
-
-    root: Path | None
-    index_path: str
-    documents: int
-    chunks: int
-    skipped: Sequence[tuple[str, str]]
-    warnings: Sequence[tuple[str, str]]
-    last_pass_at: float | None
-    indexing: bool
-    progress: ProgressSnapshot | None
-    last_pass_seconds: float | None
-    semantic: SemanticState
-    embedded: int | None
-    semantic_note: str | None
-    semantic_error: str | None
-    model: str | None
-    watcher: str
-    parsers: Sequence[str]
-    config_note: str | None
-    other_writer: str | None
-    last_error: str | None
-    index_command: str
-    nothing_found: str
-    freshness: str = "stat scan before each call"
-
-
-def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
-    """``index_status``: counts, coverage and state, with a note for each thing a person should act on."""
-    f = facts
-    notes: list[str] = []
-    if f.semantic_error:
-        notes.append(f"semantic search unavailable: {f.semantic_error}")
-    if f.config_note:
-        notes.append(f.config_note)
-    if f.other_writer:
-        notes.append(
-            f"another kbseek process ({f.other_writer}) was updating this index at the last pass; "
-            "its changes are read from the shared index"
-        )
-    if len(f.skipped) > max_skipped:
-        notes.append(f"{counted(len(f.skipped), 'path')} were skipped; the first {max_skipped} are listed")
-    if f.last_pass_at is None and not f.indexing:
-        notes.append(f"not indexed yet: run `{f.index_command}` to build the index")
-    elif f.last_pass_at is not None and f.documents == 0 and not f.indexing:
-        notes.append(f.nothing_found)
-    if f.semantic_note:
-        notes.append(f.semantic_note)
-    return StatusResponse(
-        root=str(f.root) if f.root is not None else None, index_path=f.index_path, documents=f.documents, chunks=f.chunks,
-        indexing=f.indexing, progress=progress_model(f.progress),
-        last_index_at=iso(f.last_pass_at) if f.last_pass_at else None,
-        last_pass_seconds=round(f.last_pass_seconds, 3) if f.last_pass_seconds is not None else None,
-        semantic=f.semantic.value, embedded=f.embedded, watcher=f.watcher, freshness=f.freshness,
-        model=f.model,
-        parsers=list(f.parsers), skipped=[SkippedFile(path=p, reason=r) for p, r in f.skipped[:max_skipped]],
-        skipped_total=len(f.skipped),
-        warnings=[SkippedFile(path=p, reason=w) for p, w in f.warnings[:max_skipped]],
-        last_error=f.last_error, notes=notes,
-    )  # fmt: skip
-
-
-def progress_model(snap: ProgressSnapshot | None) -> IndexProgress | None:
-    """The running pass as ``index_status`` reports it (rounded: an agent plans in seconds, not µs)."""
-    if snap is None:
-        return None
-    return IndexProgress(
-        phase=snap.phase, done=snap.done, total=snap.total, unit=snap.unit,
-        rate=round(snap.rate, 2) if snap.rate is not None else None,
-        eta=round(snap.eta, 1) if snap.eta is not None else None,
-    )  # fmt: skip
 
 
 def iso(ts: float) -> str:

@@ -15,7 +15,7 @@ of a higher one::
                   reads kbseek.toml into the option types the domain defines
     3 facade      kbseek (the package, the public API), kb and the facade's collaborators
                   (runner, semantic, retrieval, catalog, shaping, fitting, paths, live_config,
-                  following), responses
+                  following, status), responses
     4 surfaces    cli, cli_*, __main__, server/*, eval, doctor/*, service, render
                   the ways in: CLI, MCP, HTTP/web, evaluation, diagnostics
 
@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("facade", (
         "kbseek", "kbseek.kb", "kbseek.runner", "kbseek.semantic",
         "kbseek.retrieval", "kbseek.catalog", "kbseek.shaping", "kbseek.fitting", "kbseek.paths",
-        "kbseek.live_config", "kbseek.following",
+        "kbseek.live_config", "kbseek.following", "kbseek.status",
         "kbseek.responses",
     )),
     ("surfaces", (

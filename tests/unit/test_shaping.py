@@ -23,7 +23,6 @@ from kbseek.semantic import SemanticState
 from kbseek.shaping import (
     FoundRun,
     SearchArgs,
-    StatusFacts,
     clamp,
     document_response,
     empty_explanation,
@@ -33,9 +32,9 @@ from kbseek.shaping import (
     search_args,
     search_response,
     semantic_for_search,
-    status_response,
     topics_response,
 )
+from kbseek.status import StatusFacts, status_response
 from kbseek.store.base import ChunkRow
 from kbseek.text.snippets import Snippet
 from kbseek.words import counted
