@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--name", default="pgbench", help="knowledge-base name (schema kbseek_<name>)")
     parser.add_argument("--keep", action="store_true", help="reuse a schema already holding --n vectors")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--ef-search", default="40,100,200", help="breadths swept after the build")
+    parser.add_argument("--ef-search", default="100,200,400", help="breadths swept after the build")
     parser.add_argument("--no-dense", action="store_true", help="skip the in-process exact index")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()

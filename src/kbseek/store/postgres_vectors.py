@@ -36,14 +36,14 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 """The graph's shape: pgvector's defaults, measured with ``benchmarks/pg_vectors.py`` (decision 0032)."""
 
-EF_SEARCH = 100
+EF_SEARCH = 200
 """Breadth of a query's search in the graph (never below the number asked for): measured for
 recall@10 >= 0.95 against exact search (decision 0032)."""
 
 EF_SEARCH_MAX = 1_000
 """pgvector's upper bound for ``hnsw.ef_search``."""
 
-EXACT_FILTER_MAX = 2_000
+EXACT_FILTER_MAX = 10_000
 """A filter allowing at most this many chunks is answered exactly over those chunks (their vectors
 found by primary key); a larger one scans the graph iteratively, keeping allowed chunks only."""
 
