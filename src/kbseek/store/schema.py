@@ -324,8 +324,8 @@ def pass_meta(
 
 
 def pack_text(text: str) -> bytes:
-    """A document's served text as stored: UTF-8 (a lone surrogate kept), zlib at its fastest level,
-    which roughly thirds Markdown at a few tens of microseconds a note."""
+    """A document's served text as stored: UTF-8 (a lone surrogate kept), zlib at its fastest level
+    (tens of microseconds a note; the bundled example's notes shrink to 56 %)."""
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
 
 
