@@ -29,7 +29,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import TupleRow
 
-from kbseek.errors import IndexLocked, IndexReadOnly
+from kbseek.errors import IndexLocked, IndexReadOnly, StoreUnavailable
 from kbseek.models import SectionStart
 from kbseek.store import postgres_vectors
 from kbseek.store.base import (
@@ -262,7 +262,7 @@ class PostgresStore:
         while True:
             try:
                 passes = self.meta().passes
-            except psycopg.Error:
+            except (psycopg.Error, StoreUnavailable):  # the database away: polled again until the deadline
                 passes = seen
             remaining = deadline - time.monotonic()
             if passes != seen or remaining <= 0:
