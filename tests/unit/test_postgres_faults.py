@@ -9,6 +9,7 @@ run shares the other.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +66,7 @@ class StoppableServer:
 
     def close(self) -> None:
         self._server.cleanup()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
