@@ -36,7 +36,7 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 """The graph's shape: pgvector's defaults, measured with ``benchmarks/pg_vectors.py`` (decision 0032)."""
 
-EF_SEARCH = 200
+EF_SEARCH = 400
 """Breadth of a query's search in the graph (never below the number asked for): measured for
 recall@10 >= 0.95 against exact search (decision 0032)."""
 
