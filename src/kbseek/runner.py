@@ -32,8 +32,9 @@ Locks, and what each guards:
 - ``_pass_lock`` (in process): one pass at a time. ``index()`` and watcher batches wait for it;
   ``refresh()`` and the reconciliation only try it: the caller answers from the index as it is, and
   the reconciliation skips its turn, when a pass is running (that pass rescans anyway).
-- :class:`~kbseek.store.lock.WriterLock` (across processes, a file lock): one writer per index.
-  Taken inside ``_pass_lock`` for the length of a pass.
+- the writer lock (across processes: a file lock beside a SQLite index, a session lock in the
+  database for one in PostgreSQL, ``store.opening.writer_lock``): one writer per index. Taken
+  inside ``_pass_lock`` for the length of a pass.
 - ``LiveConfig``'s lock: one config reload at a time (the watcher and a freshness check may race).
 - ``SemanticLeg``'s lock: one model load at a time.
 
@@ -73,7 +74,7 @@ from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
 from kbseek.responses import IndexSummary, StatusResponse
 from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
-from kbseek.store.lock import WriterLock
+from kbseek.store.opening import writer_lock
 from kbseek.text.lexicon import lexicon
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class IndexRunner:
         self._semantic = semantic
         self._read_only = read_only
         self._pass_lock = threading.Lock()
-        self._writer = WriterLock(index_dir)
+        self._writer = writer_lock(store, index_dir)
         self._follower = Follower(store, self._after_followed_pass)
         self._listeners: list[IndexListener] = []
         self._threads: list[threading.Thread] = []

@@ -187,5 +187,6 @@ def test_two_writers_started_at_once_one_wins_and_the_other_names_it(tmp_path: P
     assert len(succeeded) == 1 and len(failed) == 1, results
     winner, (_, _, said, status) = succeeded[0][0], failed[0]
     assert status == 1, said  # a refusal, not a bug (70)
-    assert "being updated by another kbseek process" in said and f"pid {winner}" in said, said
+    # Named by the database's lock, as it would be from another machine: the holder's pid and host.
+    assert "being updated by another kbseek writer" in said and f"kbseek pid {winner} on" in said, said
     assert "Traceback" not in said

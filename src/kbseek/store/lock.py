@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from kbseek.errors import IndexLocked
 
@@ -54,6 +54,19 @@ else:
 
     def _unlock(f: IO[str]) -> None:
         fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+class PassLock(Protocol):
+    """What a pass holds to be the only writer of an index: this file lock, or a store's own
+    (``store.postgres_lock`` for an index that servers on several machines write)."""
+
+    def hold(self) -> AbstractContextManager[None]:
+        """Held for the pass; raises :class:`IndexLocked` naming the other writer when it has it."""
+        ...
+
+    def holder(self) -> str:
+        """Who holds it, in words for a status line; "" when unknown."""
+        ...
 
 
 class WriterLock:

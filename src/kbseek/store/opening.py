@@ -13,9 +13,10 @@ from pathlib import Path
 
 from kbseek.errors import ConfigError
 from kbseek.store.base import Store
+from kbseek.store.lock import PassLock, WriterLock
 from kbseek.store.sqlite import SqliteStore
 
-__all__ = ["is_database_url", "kb_name_of", "open_store"]
+__all__ = ["is_database_url", "kb_name_of", "open_store", "writer_lock"]
 
 MAX_NAME = 48
 """Schema names stay well below PostgreSQL's 63 bytes, leaving room for a prefix."""
@@ -37,6 +38,13 @@ def kb_name_of(root: Path) -> str:
     if not base:
         return "kb_" + hashlib.sha256(root.name.encode("utf-8")).hexdigest()[:12]
     return base if base[0].isalpha() else f"kb_{base}"[:MAX_NAME]
+
+
+def writer_lock(store: Store, index_dir: Path) -> PassLock:
+    """What keeps a second writer of this index out for a whole pass: the database's own lock for an
+    index in PostgreSQL (writers on two machines share nothing else), the lock file beside a SQLite one."""
+    lock: PassLock | None = getattr(store, "pass_lock", None)
+    return lock if lock is not None else WriterLock(index_dir)
 
 
 def open_store(url: str | None, *, sqlite_file: Path, kb_name: str, read_only: bool) -> Store:

@@ -45,6 +45,7 @@ from kbseek.store.base import (
     SkippedPath,
 )
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
+from kbseek.store.postgres_lock import PassLock
 from kbseek.store.postgres_pool import Conn, Connections, setup_connection
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
@@ -137,6 +138,8 @@ class PostgresStore:
         self._absent = False
         self._pool: Connections | None = None
         self._listener = PassListener(url, self.schema, self._application)
+        self.pass_lock = PassLock(url, self.schema, application=self._application, location=self._location)
+        """One writer per knowledge base, held for a whole pass (``kbseek.store.postgres_lock``)."""
         search_path = self._set_up(url, create)
         if self._absent:
             return

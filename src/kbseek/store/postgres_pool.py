@@ -30,7 +30,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
 
-__all__ = ["BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "setup_connection"]
+__all__ = ["BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "setup_connection"]
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
     a wrong URL or a server that is down is the setup's fault, not kbseek's.
     """
     try:
-        options = _bounded(url)
+        options = bounded_options(url)
         with psycopg.connect(url, autocommit=True, application_name=application, **options) as conn:
             yield conn
     except psycopg.OperationalError as exc:  # libpq's messages never quote the password
@@ -97,7 +97,7 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
         ) from None
 
 
-def _bounded(url: str) -> dict[str, Any]:
+def bounded_options(url: str) -> dict[str, Any]:
     """:data:`BOUNDS` less what the URL sets itself (raises ``ProgrammingError`` for a malformed URL)."""
     given = conninfo_to_dict(url)
     return {key: value for key, value in BOUNDS.items() if key not in given}
@@ -127,7 +127,11 @@ class Connections:
     ) -> None:
         self._location = location
         self._url = url
-        self._options: dict[str, Any] = {"autocommit": True, "application_name": application, **_bounded(url)}
+        self._options: dict[str, Any] = {
+            "autocommit": True,
+            "application_name": application,
+            **bounded_options(url),
+        }
         self._search_path = search_path
         self._down = threading.Event()
         """Set while the database is known to be gone: the last loan failed for that, none succeeded since."""
