@@ -20,12 +20,15 @@ import numpy as np
 import pytest
 
 from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly, KbBug
+from kbseek.store import fts_match
+from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import Counts, IndexMeta, Store
 from kbseek.store.sqlite import SqliteStore
 from tests import postgres_server
 from tests.unit.test_store_contract import chunk, document, rowids_of, write
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
+from kbseek.store import postgres_lexical  # noqa: E402
 from kbseek.store.postgres import PostgresStore  # noqa: E402
 from kbseek.store.postgres_schema import SCHEMA_PREFIX, display_url  # noqa: E402
 
@@ -141,6 +144,125 @@ def test_term_statistics_agree_with_the_sqlite_store(both: tuple[Store, Store]) 
     matched_lite = lite.rows_matching_each_term(terms, lite_rows)
     matched_pg = pg.rows_matching_each_term(terms, pg_rows)
     assert {i: matched_pg[by_id_pg[i]] for i in ids} == {i: matched_lite[by_id_lite[i]] for i in ids}
+
+
+def _bound_low(monkeypatch: pytest.MonkeyPatch, share: float | None = None) -> None:
+    """Thresholds small enough for the test corpus to take the bounded path (docs/decisions/0016)."""
+    monkeypatch.setattr(fts_match, "FULL_QUERY_POSTINGS", 40)
+    monkeypatch.setattr(sqlite_store, "LEXICAL_POSTINGS_BUDGET", 12)
+    if share is not None:
+        monkeypatch.setattr(sqlite_store, "NEGLIGIBLE_SHARE", share)
+
+
+def _queries(seed: int, n: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [rng.choices([*_WORDS, "absent", "w1"], k=rng.randint(2, 7)) for _ in range(n)]
+
+
+def test_the_bounded_query_is_the_sqlite_stores_on_both_backends(
+    both: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the bound engaged on both stores, the same chunks with the same scores: the rare terms
+    are chosen by one rule, the candidates are the chunks holding them, and terms most chunks hold
+    are left out of the score alike. Bounded answers differ from the full query's, so a backend
+    that did not bound, or chose other terms, fails here."""
+    lite, pg = both
+    full = {tuple(terms): dict(_scored(pg, terms, limit=10)) for terms in _queries(5, 120)}
+    _bound_low(monkeypatch)
+    ran: list[str] = []
+    run = postgres_lexical._run
+    monkeypatch.setattr(postgres_lexical, "_run", lambda conn, q, p: ran.append(q) or run(conn, q, p))
+    filters: list[dict[str, object]] = [{}, {"path_prefix": "notes/"}, {"tags": ["ops"]}]
+    differs = 0
+    for n, terms in enumerate(_queries(5, 120)):
+        chosen = filters[n % len(filters)]
+        for limit in (3, 10):
+            bounded_lite = dict(_scored(lite, terms, limit=limit, **chosen))
+            bounded_pg = _scored(pg, terms, limit=limit, **chosen)
+            assert [s for _, s in bounded_pg] == sorted((s for _, s in bounded_pg), reverse=True)
+            assert len(bounded_pg) == len(bounded_lite), (terms, chosen, limit)
+            for chunk_id, score in bounded_pg:  # a tie at the cut may keep another chunk of equal score
+                other = bounded_lite.get(chunk_id, min(bounded_lite.values()))
+                assert math.isclose(score, other, rel_tol=1e-9, abs_tol=1e-9), (terms, chunk_id)
+            differs += limit == 10 and not chosen and dict(bounded_pg) != full[tuple(terms)]
+    assert any(q.startswith(postgres_lexical.AMONG_QUERY[:200]) for q in ran)
+    assert any("among AS" in q for q in ran) and any("among AS" not in q for q in ran)  # both paths
+    assert differs > 10  # the bound changed answers, so agreeing above was not agreeing by default
+
+
+def test_a_bounded_query_scores_its_chunks_on_every_term_of_the_full_query(
+    both: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no term left out for being common, each chunk the bounded query returns carries exactly
+    the score the full query gives it, IDF from the vocabulary included."""
+    _, pg = both
+    queries = _queries(9, 80)
+    full = [dict(pg.lexical_candidates(terms, limit=-1)) for terms in queries]
+    _bound_low(monkeypatch, share=1.0)
+    bounded_runs = 0
+    for terms, everything in zip(queries, full, strict=True):
+        bounded = pg.lexical_candidates(terms, limit=5)
+        bounded_runs += [r for r, _ in bounded] != sorted(everything, key=lambda r: (-everything[r], r))[:5]
+        for rowid, score in bounded:
+            assert math.isclose(score, everything[rowid], rel_tol=1e-12), (terms, rowid)
+    assert bounded_runs > 5
+
+
+def _vocabulary(url: str, schema: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The vocabulary as kept, and as counted from the postings."""
+    kept = _sql(url, f'SELECT term, chunks FROM "{schema}".vocabulary')
+    counted = _sql(url, f'SELECT term, count(*) FROM "{schema}".postings GROUP BY term')
+    return {str(t): int(n) for t, n in kept}, {str(t): int(n) for t, n in counted}  # type: ignore[call-overload]
+
+
+def test_the_vocabulary_follows_inserts_replacements_and_deletions(store: PostgresStore, url: str) -> None:
+    """Every write moves it with the postings, in the same transaction; a term no chunk holds any
+    more leaves it, and a rolled-back write moves nothing."""
+    a = document(
+        "a.md",
+        chunk("a.md", 0, "x", lexical="gone shared shared", lexical_heading=""),
+        chunk("a.md", 1, "y", lexical="shared", lexical_heading=""),
+    )
+    b = document("b.md", chunk("b.md", 0, "z", lexical="shared kept", lexical_heading="kept"))
+    write(store, a, b)
+    kept, counted = _vocabulary(url, store.schema)
+    assert kept == counted == {"gone": 1, "shared": 3, "kept": 1}
+    ids = {p: s.id for p, s in store.document_states().items()}
+    with store.transaction() as tx:
+        tx.write_document(
+            document("a.md", chunk("a.md", 0, "x2", lexical="new shared", lexical_heading="")),
+            replaces=ids["a.md"],
+        )
+    assert _vocabulary(url, store.schema)[0] == {"new": 1, "shared": 2, "kept": 1}
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.delete_document(ids["b.md"])
+        raise RuntimeError("interrupted")
+    assert _vocabulary(url, store.schema)[0] == {"new": 1, "shared": 2, "kept": 1}
+    with store.transaction() as tx:
+        tx.delete_document(ids["b.md"])
+    kept, counted = _vocabulary(url, store.schema)
+    assert kept == counted == {"new": 1, "shared": 1}
+    assert store.document_frequencies(["shared", "kept", "new"]) == {"shared": 1, "new": 1}
+
+
+def test_an_index_without_a_vocabulary_gains_one_in_place(both: tuple[Store, Store], url: str) -> None:
+    """An index of schema 2 is upgraded, not rebuilt: its vocabulary is counted from its postings,
+    and it ranks as before."""
+    _, pg = both
+    assert isinstance(pg, PostgresStore)
+    before = pg.lexical_candidates(["w1", "w7", "障害"], limit=20)
+    frequencies = pg.document_frequencies(_WORDS)
+    _sql(url, f'DROP TABLE "{pg.schema}".vocabulary')
+    _sql(url, f"UPDATE \"{pg.schema}\".meta SET value = '2' WHERE key = 'schema_version'")
+    again = PostgresStore(url, pg.schema.removeprefix(SCHEMA_PREFIX))
+    try:
+        kept, counted = _vocabulary(url, pg.schema)
+        assert kept == counted and kept
+        assert again.counts() == pg.counts()  # nothing was rebuilt
+        assert again.document_frequencies(_WORDS) == frequencies
+        assert again.lexical_candidates(["w1", "w7", "障害"], limit=20) == before
+    finally:
+        again.close()
 
 
 # -- knowledge bases and writers -------------------------------------------------------------------

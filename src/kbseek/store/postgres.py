@@ -31,7 +31,7 @@ from psycopg.rows import TupleRow
 
 from kbseek.errors import IndexLocked, IndexReadOnly, StoreUnavailable
 from kbseek.models import SectionStart
-from kbseek.store import postgres_vectors
+from kbseek.store import postgres_lexical, postgres_vectors
 from kbseek.store.base import (
     ChunkRow,
     Counts,
@@ -57,15 +57,11 @@ from kbseek.store.postgres_schema import (
     schema_version,
 )
 from kbseek.store.postgres_writer import PostgresWriter, fold_tag
-from kbseek.store.schema import BM25_WEIGHTS, index_meta, unpack_text
+from kbseek.store.schema import index_meta, unpack_text
 
 __all__ = ["PostgresStore"]
 
 log = logging.getLogger(__name__)
-
-BM25_K1 = 1.2
-BM25_B = 0.75
-"""FTS5's constants for ``bm25()``, so a chunk scores the same on both backends."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long a transaction waits for another process's to end before :class:`IndexLocked`: the
@@ -81,35 +77,6 @@ _DOCUMENTS = "SELECT id, path, parser, size, chars, title, tags, date, frontmatt
 _WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 _ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
-
-# FTS5's bm25() over the query's terms, heading and body weighted, as SQLite computes it: IDF from
-# the chunks holding each term, clamped to 1e-6 where it would be zero or less; the term frequency is
-# the weighted count of its occurrences; the length is the chunk's terms in both columns, against
-# the average over the collection. A term given twice counts twice, as FTS5 scores each phrase.
-# Both CTEs are MATERIALIZED and the postings are read per term behind OFFSET 0, so the plan is the
-# same, index lookups per term, whether or not the table has statistics yet: inlined, a term's
-# count ran once per posting (minutes at 20,000 chunks), and a new index without statistics was
-# read whole.
-_BM25 = """
-WITH s AS MATERIALIZED (
-    SELECT chunks::float8 AS n, terms::float8 / nullif(chunks, 0)::float8 AS avgdl FROM lexical_stats
-), w AS MATERIALIZED (
-    SELECT q.term, q.times,
-           CASE WHEN ln((s.n - h.n + 0.5) / (h.n + 0.5)) <= 0 THEN 1e-6
-                ELSE ln((s.n - h.n + 0.5) / (h.n + 0.5)) END AS idf
-    FROM (SELECT term, count(*)::float8 AS times FROM unnest(%(terms)s::text[]) AS term GROUP BY term) q
-    CROSS JOIN s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM postings p WHERE p.term = q.term) h
-    WHERE h.n > 0
-)
-SELECT p.chunk, sum(w.times * (w.idf * (
-           ((%(wh)s * p.tf_heading + %(wb)s * p.tf_body) * (%(k1)s + 1.0))
-           / ((%(wh)s * p.tf_heading + %(wb)s * p.tf_body)
-              + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_terms::float8 / s.avgdl))
-       ))) AS score
-FROM w CROSS JOIN s
-CROSS JOIN LATERAL (SELECT * FROM postings p WHERE p.term = w.term OFFSET 0) p
-"""
 
 
 class PostgresStore:
@@ -379,7 +346,7 @@ class PostgresStore:
         path_prefix: str | None = None,
         tags: Sequence[str] = (),
     ) -> list[tuple[int, float]]:
-        """BM25 as FTS5 computes it, in one statement over the postings of the query's terms.
+        """BM25 as FTS5 computes it, over the postings, bounded as SQLite bounds it (``postgres_lexical``).
 
         A term is a bound parameter, compared for equality with stored terms: nothing in it is ever
         syntax (T7). A term with a NUL in it, which text cannot hold, matches nothing (stored terms
@@ -388,19 +355,14 @@ class PostgresStore:
         if isinstance(terms, str):  # a string is a sequence of characters: never what a caller means
             raise TypeError("lexical_candidates takes analyzed terms, not a query string")
         searchable = [t for t in terms if "\x00" not in t]
-        if not searchable:
+        if not searchable or self._absent:
             return []
-        params: dict[str, Any] = {
-            "terms": searchable, "wh": BM25_WEIGHTS[0], "wb": BM25_WEIGHTS[1], "k1": BM25_K1, "b": BM25_B,
-            "limit": None if limit < 0 else limit,
-        }  # fmt: skip
-        query = [_BM25]
+        params: dict[str, Any] = {}
         filters = _filter_sql(path_prefix, tags, params)
-        if filters:
-            query.append("JOIN chunks c ON c.id = p.chunk JOIN documents d ON d.id = c.document_id")
-            query.append("WHERE " + " AND ".join(filters))
-        query.append("GROUP BY p.chunk ORDER BY score DESC, p.chunk LIMIT %(limit)s")
-        return [(int(r[0]), float(r[1])) for r in self._rows(" ".join(query), params)]
+        with self._reading() as conn:
+            return postgres_lexical.candidates(
+                conn, searchable, limit=limit, filters=filters, filter_params=params
+            )
 
     def holds_japanese(self) -> bool:
         # A range over the terms' index (code-point order): one seek, whatever the size of the index.
@@ -410,15 +372,11 @@ class PostgresStore:
         return bool(rows)
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """Counted from the postings each time: exact and current, so no cache is needed."""
-        wanted = sorted({t for t in terms if "\x00" not in t})
-        if not wanted:
+        """Read from the vocabulary the writer keeps: exact and current, so no cache is needed."""
+        if self._absent:
             return {}
-        rows = self._rows(
-            "SELECT term, count(*) FROM postings WHERE term = ANY(%s::text[]) GROUP BY term", (wanted,)
-        )
-        found = {str(r[0]): int(r[1]) for r in rows}
-        return {t: found[t] for t in terms if t in found}
+        with self._reading() as conn:
+            return postgres_lexical.document_frequencies(conn, terms)
 
     def rows_matching_each_term(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, set[str]]:
         """The postings are the analyzer's output as given, so this is the index's own view of the

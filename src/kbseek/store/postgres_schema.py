@@ -26,7 +26,7 @@ from kbseek.store.schema import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA_PREFIX = "kbseek_"
 """Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
@@ -56,6 +56,7 @@ TABLES = (
     "retired_chunks",
     "skipped",
     "document_texts",
+    "vocabulary",
 )
 """Every table of the layout, so an older one can be dropped table by table and a schema holding
 anything else is recognised as not kbseek's."""
@@ -170,10 +171,27 @@ CREATE TABLE document_texts (
 """
 DDL += _DOCUMENT_TEXTS
 
-ADDED: dict[int, str] = {2: _DOCUMENT_TEXTS}
+_VOCABULARY = """
+-- How many chunks hold each term (heading or body), kept by the writer with the postings: a term's
+-- IDF, and whether it is rare enough to bound a query by (docs/decisions/0033), is one index
+-- lookup instead of a count of its whole posting list. A term no chunk holds has no row.
+CREATE TABLE vocabulary (
+    term   text COLLATE "C" PRIMARY KEY,
+    chunks bigint NOT NULL CHECK (chunks > 0)
+);
+"""
+DDL += _VOCABULARY
+
+ADDED: dict[int, str] = {
+    2: _DOCUMENT_TEXTS,
+    # The postings' key is (term, chunk), so a term's rows count the chunks holding it.
+    3: _VOCABULARY
+    + "INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM postings GROUP BY term;",
+}
 """For a schema version, what brings a schema of the version before it up to it when the change only
 adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
-text, filled by the re-parse that parse version 5 causes, every vector kept."""
+text, filled by the re-parse that parse version 5 causes, every vector kept. 3: the vocabulary, filled
+from the postings in the same transaction."""
 
 
 def schema_name(kb_name: str) -> str:

@@ -6,7 +6,8 @@ in as arrays, one statement per table per document, so a document costs a handfu
 to a server across the network rather than one per chunk or per term.
 
 The lexical text arrives analyzed (``ChunkInput``): it is only split on whitespace here, into the
-postings and the per-chunk lengths that BM25 needs, and the collection statistics move with them.
+postings and the per-chunk lengths that BM25 needs, and the collection statistics move with them:
+the totals in ``lexical_stats`` and each term's count of chunks in ``vocabulary``.
 """
 
 from __future__ import annotations
@@ -147,9 +148,14 @@ class PostgresWriter:
                 in_body.append(b[term])
                 lengths.append(len(heading) + len(body))
         if terms:
+            # Each posting is one chunk holding its term, so the vocabulary grows by the new
+            # postings counted per term; one statement, the terms sent once.
             conn.execute(
-                "INSERT INTO postings (term, chunk, tf_heading, tf_body, chunk_terms) SELECT * FROM"
-                " unnest(%s::text[], %s::bigint[], %s::integer[], %s::integer[], %s::bigint[])",
+                "WITH added AS (INSERT INTO postings (term, chunk, tf_heading, tf_body, chunk_terms)"
+                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::integer[], %s::integer[], %s::bigint[])"
+                " RETURNING term)"
+                " INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM added GROUP BY term"
+                " ON CONFLICT (term) DO UPDATE SET chunks = vocabulary.chunks + EXCLUDED.chunks",
                 (terms, owners, in_heading, in_body, lengths),
             )
         conn.execute(
@@ -173,8 +179,19 @@ class PostgresWriter:
         )
 
     def _retire_chunks(self, doc_id: int, now: float) -> None:
-        """Retire the document's chunk ids and delete its chunks (postings and sections go with them)."""
+        """Retire the document's chunk ids and delete its chunks (postings and sections go with them).
+
+        The vocabulary loses the chunks first, while their postings still say which terms they
+        held: a term no chunk holds any more leaves it, so its absence means what FTS5's does.
+        """
         conn = self._conn
+        conn.execute(
+            "WITH gone AS (SELECT p.term, count(*) AS n FROM chunks c JOIN postings p ON p.chunk = c.id"
+            " WHERE c.document_id = %s GROUP BY p.term),"
+            " emptied AS (DELETE FROM vocabulary v USING gone g WHERE v.term = g.term AND v.chunks <= g.n)"
+            " UPDATE vocabulary v SET chunks = v.chunks - g.n FROM gone g WHERE v.term = g.term AND v.chunks > g.n",
+            (doc_id,),
+        )
         conn.execute(
             "INSERT INTO retired_chunks (chunk_id, path, retired_at)"
             " SELECT c.chunk_id, d.path, %s FROM chunks c JOIN documents d ON d.id = c.document_id"
