@@ -245,6 +245,43 @@ def test_the_vocabulary_follows_inserts_replacements_and_deletions(store: Postgr
     assert store.document_frequencies(["shared", "kept", "new"]) == {"shared": 1, "new": 1}
 
 
+def test_the_statistics_of_a_transaction_of_many_documents_are_its_net_change(
+    both: tuple[Store, Store], url: str
+) -> None:
+    """One transaction (as ``kbseek store copy`` writes a whole index) that writes, replaces and
+    deletes documents, some of them twice, leaves the vocabulary and the totals as counting the
+    rows afresh gives them, and the same as the SQLite store's."""
+    lite, pg = both
+    assert isinstance(pg, PostgresStore)
+    rng = random.Random(3)
+    texts = [(_words(rng, 8) + f" only{d}", _words(rng, 5)) for d in range(30)]
+    for store in (lite, pg):
+        with store.transaction() as tx:
+            states = store.document_states()
+            for d, (text, edited) in enumerate(texts):
+                path = f"many/{d}.md"
+                doc_id = tx.write_document(
+                    document(path, chunk(path, 0, f"m{d}", lexical=text)), replaces=None
+                )
+                if d % 3:
+                    again = document(path, chunk(path, 0, f"n{d}", lexical=edited))
+                    tx.write_document(again, replaces=doc_id)
+                if d % 5 == 0:
+                    tx.delete_document(doc_id)
+            for path in sorted(states)[:10]:
+                tx.delete_document(states[path].id)
+    kept, counted = _vocabulary(url, pg.schema)
+    assert kept == counted
+    # A document's own term stays only while the document keeps its first text.
+    assert {t for t in kept if t.startswith("only")} == {
+        f"only{d}" for d in range(30) if d % 3 == 0 and d % 5
+    }
+    assert pg.document_frequencies([*_WORDS, *kept]) == lite.document_frequencies([*_WORDS, *kept])
+    ((chunks, terms),) = _sql(url, f'SELECT chunks, terms FROM "{pg.schema}".lexical_stats')
+    ((n, length),) = _sql(url, f'SELECT count(*), sum(heading_terms + body_terms) FROM "{pg.schema}".chunks')
+    assert (chunks, terms) == (n, length) and chunks == pg.counts().chunks == lite.counts().chunks
+
+
 def test_an_index_without_a_vocabulary_gains_one_in_place(both: tuple[Store, Store], url: str) -> None:
     """An index of schema 2 is upgraded, not rebuilt: its vocabulary is counted from its postings,
     and it ranks as before."""

@@ -170,7 +170,9 @@ class PostgresStore:
             conn.execute("BEGIN")
             try:
                 self._lock_index(conn)
-                yield PostgresWriter(conn)
+                writer = PostgresWriter(conn)
+                yield writer
+                writer.finish()  # the statistics it moved, once per transaction
             except BaseException:
                 try:
                     conn.execute("ROLLBACK")

@@ -7,7 +7,8 @@ to a server across the network rather than one per chunk or per term.
 
 The lexical text arrives analyzed (``ChunkInput``): it is only split on whitespace here, into the
 postings and the per-chunk lengths that BM25 needs, and the collection statistics move with them:
-the totals in ``lexical_stats`` and each term's count of chunks in ``vocabulary``.
+the totals in ``lexical_stats`` and each term's count of chunks in ``vocabulary``, added up over the
+transaction and written once, just before it commits (:meth:`PostgresWriter.finish`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,36 @@ class PostgresWriter:
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._conn = conn
+        self._vocabulary: Counter[str] = Counter()
+        """Chunks gained (or lost, negative) per term in this transaction, not yet written."""
+        self._chunks = 0
+        self._terms = 0
+
+    def finish(self) -> None:
+        """Write the collection statistics this transaction moved; called once, just before COMMIT.
+
+        Written once per transaction rather than once per document: every row version a
+        transaction writes stays in the table until it commits, so a transaction of many documents
+        (``kbseek store copy`` writes a whole index in one) updating a common term's row per
+        document would leave a chain of versions that each later update walks, a cost quadratic in
+        the documents. One statement: terms losing their last chunk leave the vocabulary, the
+        others move, new ones come in (all read the same snapshot, so no row is touched twice).
+        """
+        changed = sorted((t, n) for t, n in self._vocabulary.items() if n)
+        if not changed and not self._chunks and not self._terms:
+            return
+        self._conn.execute(
+            "WITH d AS (SELECT * FROM unnest(%s::text[], %s::bigint[]) AS d(term, n)),"
+            " emptied AS (DELETE FROM vocabulary v USING d WHERE v.term = d.term AND v.chunks + d.n <= 0),"
+            " moved AS (UPDATE vocabulary v SET chunks = v.chunks + d.n FROM d"
+            " WHERE v.term = d.term AND v.chunks + d.n > 0),"
+            " totals AS (UPDATE lexical_stats SET chunks = chunks + %s, terms = terms + %s)"
+            " INSERT INTO vocabulary (term, chunks) SELECT d.term, d.n FROM d"
+            " WHERE d.n > 0 AND NOT EXISTS (SELECT 1 FROM vocabulary v WHERE v.term = d.term)",
+            ([t for t, _ in changed], [n for _, n in changed], self._chunks, self._terms),
+        )
+        self._vocabulary.clear()
+        self._chunks = self._terms = 0
 
     # -- documents and chunks ----------------------------------------------------------------------
 
@@ -148,20 +179,14 @@ class PostgresWriter:
                 in_body.append(b[term])
                 lengths.append(len(heading) + len(body))
         if terms:
-            # Each posting is one chunk holding its term, so the vocabulary grows by the new
-            # postings counted per term; one statement, the terms sent once.
             conn.execute(
-                "WITH added AS (INSERT INTO postings (term, chunk, tf_heading, tf_body, chunk_terms)"
-                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::integer[], %s::integer[], %s::bigint[])"
-                " RETURNING term)"
-                " INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM added GROUP BY term"
-                " ON CONFLICT (term) DO UPDATE SET chunks = vocabulary.chunks + EXCLUDED.chunks",
+                "INSERT INTO postings (term, chunk, tf_heading, tf_body, chunk_terms) SELECT * FROM"
+                " unnest(%s::text[], %s::bigint[], %s::integer[], %s::integer[], %s::bigint[])",
                 (terms, owners, in_heading, in_body, lengths),
             )
-        conn.execute(
-            "UPDATE lexical_stats SET chunks = chunks + %s, terms = terms + %s",
-            (len(cs), sum(map(len, heading_terms)) + sum(map(len, body_terms))),
-        )
+        self._vocabulary.update(terms)  # a posting is one chunk holding its term
+        self._chunks += len(cs)
+        self._terms += sum(map(len, heading_terms)) + sum(map(len, body_terms))
 
         sections = [(rowid, s) for rowid, c in zip(rowids, cs, strict=True) for s in c.sections]
         if sections:
@@ -181,17 +206,17 @@ class PostgresWriter:
     def _retire_chunks(self, doc_id: int, now: float) -> None:
         """Retire the document's chunk ids and delete its chunks (postings and sections go with them).
 
-        The vocabulary loses the chunks first, while their postings still say which terms they
-        held: a term no chunk holds any more leaves it, so its absence means what FTS5's does.
+        The terms the chunks held are read first, while their postings still say: the vocabulary
+        loses them at :meth:`finish`, and a term no chunk holds any more leaves it, so its absence
+        means what FTS5's does.
         """
         conn = self._conn
-        conn.execute(
-            "WITH gone AS (SELECT p.term, count(*) AS n FROM chunks c JOIN postings p ON p.chunk = c.id"
-            " WHERE c.document_id = %s GROUP BY p.term),"
-            " emptied AS (DELETE FROM vocabulary v USING gone g WHERE v.term = g.term AND v.chunks <= g.n)"
-            " UPDATE vocabulary v SET chunks = v.chunks - g.n FROM gone g WHERE v.term = g.term AND v.chunks > g.n",
+        for term, n in conn.execute(
+            "SELECT p.term, count(*) FROM chunks c JOIN postings p ON p.chunk = c.id"
+            " WHERE c.document_id = %s GROUP BY p.term",
             (doc_id,),
-        )
+        ):
+            self._vocabulary[str(term)] -= int(n)
         conn.execute(
             "INSERT INTO retired_chunks (chunk_id, path, retired_at)"
             " SELECT c.chunk_id, d.path, %s FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -199,12 +224,14 @@ class PostgresWriter:
             " ON CONFLICT (chunk_id) DO UPDATE SET path = EXCLUDED.path, retired_at = EXCLUDED.retired_at",
             (now, doc_id),
         )
-        conn.execute(
+        row = conn.execute(
             "WITH gone AS (DELETE FROM chunks WHERE document_id = %s RETURNING heading_terms + body_terms AS n)"
-            " UPDATE lexical_stats SET chunks = chunks - (SELECT count(*) FROM gone),"
-            " terms = terms - (SELECT coalesce(sum(n), 0) FROM gone)",
+            " SELECT count(*), coalesce(sum(n), 0) FROM gone",
             (doc_id,),
-        )
+        ).fetchone()
+        assert row is not None
+        self._chunks -= int(row[0])
+        self._terms -= int(row[1])
 
     def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
         self._conn.execute(
