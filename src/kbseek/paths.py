@@ -92,15 +92,16 @@ def resolve_index_dir(settings: Settings) -> Path:
     """``--index-dir`` if given, else ``<root>/.kbseek``, else (read-only KB) the user cache dir.
 
     A server without the folder keeps nothing of its own but may look for a folder (an evaluation's
-    last run): the user cache dir, under the knowledge base's name."""
+    last run): the user cache dir, under the knowledge base's name. With the index in a database the
+    notes folder gets no ``.kbseek`` either: what little is kept locally goes to the user cache dir."""
     if settings.index_dir is not None:
         return settings.index_dir
     if settings.root is None:
         return Path(platformdirs.user_cache_dir("kbseek")) / f"reader-{settings.kb_name}"
     inside = settings.root / INDEX_DIRNAME
-    if inside.is_dir() and os.access(inside, os.W_OK):
+    if settings.store_url is None and inside.is_dir() and os.access(inside, os.W_OK):
         return inside
-    if not inside.exists() and os.access(settings.root, os.W_OK):
+    if settings.store_url is None and not inside.exists() and os.access(settings.root, os.W_OK):
         return inside
     digest = hashlib.sha256(str(settings.root).encode()).hexdigest()[:16]
     return Path(platformdirs.user_cache_dir("kbseek")) / f"{settings.root.name}-{digest}"

@@ -58,6 +58,7 @@ def test_the_command_line_indexes_into_the_database_named_by_the_flag(kb_root: P
     indexed = CliRunner().invoke(cli, ["index", *flags])
     assert indexed.exit_code == 0, indexed.output
     assert f"kbseek_{name}" in indexed.output and "password" not in indexed.output.lower()
+    assert not (kb_root / ".kbseek").exists()  # the index is in the database: nothing in the notes
     found = CliRunner().invoke(cli, ["search", "rollback", *flags])
     assert found.exit_code == 0 and "rollback" in found.output.lower()
 
