@@ -60,7 +60,7 @@ def test_an_unknown_parser_is_a_config_error(kb_root: Path, tmp_path: Path) -> N
     ):
         KnowledgeBase(kb_root, config=config)
     with pytest.raises(ConfigError, match="unknown parser"):
-        Settings(root=kb_root, parsers=("md", "docx"))
+        Settings(root=kb_root, parsers=("md", "rst"))
     assert not (kb_root / ".kbseek").exists()
 
 

@@ -36,16 +36,23 @@ class Parser(Protocol):
 
 
 def _builtin() -> dict[str, Parser]:
+    from kbseek.ingest.parsers.extracted import DocxParser, HtmlParser, PptxParser, XlsxParser
     from kbseek.ingest.parsers.markdown import MarkdownParser
+    from kbseek.ingest.parsers.notebook import NotebookParser
     from kbseek.ingest.parsers.pdf import PdfParser
     from kbseek.ingest.parsers.text import TextParser
 
-    parsers: list[Parser] = [MarkdownParser(), TextParser(), PdfParser()]
+    parsers: list[Parser] = [
+        MarkdownParser(), TextParser(), PdfParser(), DocxParser(), XlsxParser(), PptxParser(),
+        HtmlParser(), NotebookParser(),
+    ]  # fmt: skip
     return {p.name: p for p in parsers}
 
 
-AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf")
-DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt")
+AVAILABLE_PARSERS: tuple[str, ...] = ("md", "txt", "pdf", "docx", "xlsx", "pptx", "html", "ipynb")
+DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt", "docx", "xlsx", "ipynb")
+"""On by default: formats whose library is small and a dependency of kbseek (decision 0034). PDF and
+PowerPoint need an extra; HTML needs nothing but is opt-in, being more often a build output than a note."""
 
 PARSE_VERSION = 5
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
@@ -54,19 +61,24 @@ changes titles, heading paths, chunks or indexed text: the next pass re-parses e
 4: the sections merged into a chunk are recorded (``Chunk.sections``), and a heading right after
 an MDX tag line is a heading. 5: the served text is stored (a server without the files serves it)."""
 
-_MARKUP_PARSERS = frozenset({"md"})
+_MARKUP_PARSERS = frozenset({"md", "docx", "xlsx", "pptx", "html", "ipynb"})
+"""Parsers whose served text is Markdown: the converted formats serve Markdown kbseek wrote."""
+_QUIET_WHEN_DISABLED = frozenset({"html"})
+"""Formats whose files are not listed as skipped while their parser is off: a folder's HTML is far
+more often a build output or a template than a note, and a built site would flood the listing."""
 
 OTHER_DOCUMENT_FORMATS: dict[str, str] = {
     ".rst": "reStructuredText", ".rest": "reStructuredText", ".adoc": "AsciiDoc", ".asciidoc": "AsciiDoc",
     ".org": "Org", ".textile": "Textile", ".wiki": "wiki markup",
     ".mediawiki": "MediaWiki", ".creole": "Creole", ".pod": "Perl POD", ".rdoc": "RDoc", ".tex": "LaTeX",
-    ".rtf": "RTF", ".doc": "Word", ".docx": "Word", ".odt": "OpenDocument", ".epub": "EPUB",
-    ".ipynb": "Jupyter notebook",
+    ".rtf": "RTF", ".doc": "Word 97-2003", ".odt": "OpenDocument", ".ods": "OpenDocument",
+    ".odp": "OpenDocument", ".epub": "EPUB", ".xls": "Excel 97-2003", ".ppt": "PowerPoint 97-2003",
+    ".docm": "macro-enabled Word", ".xlsm": "macro-enabled Excel", ".pptm": "macro-enabled PowerPoint",
 }  # fmt: skip
 """Document formats no parser reads. A file in one of them is listed as skipped, so a knowledge
 base of ``.rst`` pages does not look indexed when it is not; images, data and code are expected
-beside notes and stay unmentioned. HTML is left out on purpose: it is far more often a build
-output or a template than a note."""
+beside notes and stay unmentioned. HTML is left out on purpose (see ``_QUIET_WHEN_DISABLED``).
+Macro-enabled Office files are never opened: kbseek reads no file whose point is code to run."""
 
 
 def media_type_of(parser: str) -> str:
@@ -89,13 +101,13 @@ class Registry:
         if unknown:
             raise ConfigError(
                 f"unknown parser(s) {', '.join(unknown)} in [parsers].enabled; "
-                f"available: {', '.join(sorted(known))}"
+                f"available: {', '.join(AVAILABLE_PARSERS)}"
             )
         self.enabled: tuple[str, ...] = tuple(dict.fromkeys(enabled))
         self._disabled_by_ext = {
             ext: name
             for name, parser in known.items()
-            if name not in self.enabled
+            if name not in self.enabled and name not in _QUIET_WHEN_DISABLED
             for ext in parser.extensions
         }
         self._by_ext: dict[str, Parser] = {}
