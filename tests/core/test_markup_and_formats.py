@@ -91,7 +91,9 @@ def test_documents_no_parser_opens_are_listed_as_skipped_with_what_would_enable_
     core = make_core(kb_root)
     reasons = dict(core.index().skipped)
     assert "reStructuredText" in reasons["guide/intro.rst"] and "no setting" in reasons["guide/intro.rst"]
-    assert '[parsers] enabled = ["md", "txt", "docx", "xlsx", "ipynb", "pdf"]' in reasons["papers/capacity.pdf"]
+    assert (
+        '[parsers] enabled = ["md", "txt", "docx", "xlsx", "ipynb", "pdf"]' in reasons["papers/capacity.pdf"]
+    )
     assert "diagram.png" not in reasons and "poetry.lock" not in reasons
     status = {s.path: s.reason for s in core.status().skipped}
     assert status["guide/intro.rst"] == reasons["guide/intro.rst"]
