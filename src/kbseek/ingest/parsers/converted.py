@@ -219,7 +219,7 @@ def run_child(command: list[str], raw: bytes, time_limit_s: float, what: str) ->
 
 
 def child_argv(script: Path, *args: object) -> list[str]:
-    """``python -P script args…``: ``-P`` keeps this folder (which holds ``html.py``-like names) off its path."""
+    """``python -P script args…``: ``-P`` keeps this folder (``markdown.py`` shadows a package) off its path."""
     if not sys.executable:
         raise ValueError("cannot start text extraction: the Python interpreter path is unknown")
     return [sys.executable, "-P", str(script), *(str(a) for a in args)]

@@ -3,8 +3,8 @@
 Outputs are left out: they are results, often large (images as base64,
 tracebacks, tables of data), and they repeat what the code and prose say.
 Raw cells are left out too (they are build directives more often than text).
-The notebook's ``metadata.title``, ``authors`` aside, becomes the title in
-frontmatter when it has one; else the first heading names it, as in Markdown.
+The notebook's ``metadata.title`` becomes the title in frontmatter when it
+has one; else the first heading names it, as in Markdown.
 
 Reading a notebook is ``json.loads`` on a file of at most ``max_file_bytes``,
 so it runs in process: the standard library's parser is linear, and a
