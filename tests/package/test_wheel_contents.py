@@ -43,6 +43,7 @@ def test_the_checkout_tracks_the_runtime_files_the_wheel_must_carry() -> None:
         "src/kbseek/py.typed",
         "src/kbseek/server/ui/index.html",
         "src/kbseek/ingest/parsers/_pdf_child.py",
+        "src/kbseek/ingest/parsers/_extract_child.py",
     } <= tracked
 
 
