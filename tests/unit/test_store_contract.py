@@ -233,7 +233,9 @@ def test_clearing_vectors_forgets_what_made_them_and_nothing_else(store: Store) 
         tx.record_pass(finished_at=5.0, parse_version=3)
     with store.transaction() as tx:
         tx.clear_vectors()
-    assert store.meta() == IndexMeta(last_pass_at=5.0, parse_version=3, embedding=None, passes=1, listing_pass=1)
+    assert store.meta() == IndexMeta(
+        last_pass_at=5.0, parse_version=3, embedding=None, passes=1, listing_pass=1
+    )
     assert store.embedded_count() == 0 and store.chunks_without_vectors() == [pending]
 
 
