@@ -7,7 +7,7 @@ stage being able to change what the previous one measured.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 HEADING_SEPARATOR = " › "
 
@@ -50,6 +50,19 @@ class Chunk:
         return HEADING_SEPARATOR.join(self.heading_path)
 
 
+class Link(NamedTuple):
+    """A link written in a document, as its parser read it; the store resolves it to a document.
+
+    ``kind`` ``"path"``: a relative (or root-absolute) Markdown link, already resolved to a
+    root-relative path with its anchor dropped. ``"wiki"``: a ``[[wiki link]]``'s name as written,
+    resolved by file name or title when read (``kbseek.store.links``), since the note it names
+    may be indexed later, renamed, or shadowed by another of the same name.
+    """
+
+    kind: str
+    target: str
+
+
 @dataclass(frozen=True)
 class ParsedDocument:
     """What a parser makes of one file: its served text, metadata and chunks."""
@@ -61,3 +74,5 @@ class ParsedDocument:
     date: str | None = None
     chunks: tuple[Chunk, ...] = ()
     warnings: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    """The document's links to other notes, in order of first appearance, each once."""

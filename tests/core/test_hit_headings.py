@@ -66,6 +66,8 @@ def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass
         # as schema 1 left it: no table for the sections, an older parse (and a row a rebuild would drop)
         conn.execute("DROP TABLE chunk_sections")
         conn.execute("DROP TABLE document_texts")
+        conn.execute("DROP TABLE links")
+        conn.execute("DROP TABLE document_names")
         conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
         conn.execute("UPDATE meta SET value='3' WHERE key='parse_version'")
         conn.execute("INSERT INTO meta(key, value) VALUES ('marker', 'kept')")
@@ -77,7 +79,7 @@ def test_an_index_made_before_sections_were_recorded_gains_them_on_the_next_pass
     finally:
         kb.close()
     with closing(sqlite3.connect(db)) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
         assert conn.execute("SELECT value FROM meta WHERE key='marker'").fetchone() == ("kept",)  # no rebuild
 
 

@@ -302,6 +302,22 @@ def test_an_index_without_a_vocabulary_gains_one_in_place(both: tuple[Store, Sto
         again.close()
 
 
+def test_an_index_without_links_gains_their_tables_in_place(store: PostgresStore, url: str) -> None:
+    """Schema 4 only added the links and names: a schema-3 index keeps its documents, and the
+    re-parse of parse version 6 fills the new tables."""
+    write(store, document("a.md", "alpha"))
+    _sql(url, f'DROP TABLE "{store.schema}".links, "{store.schema}".document_names')
+    _sql(url, f"UPDATE \"{store.schema}\".meta SET value = '3' WHERE key = 'schema_version'")
+    again = PostgresStore(url, store.schema.removeprefix(SCHEMA_PREFIX))
+    try:
+        assert again.counts() == (1, 1)  # nothing was rebuilt
+        assert again.links_from("a.md", limit=10) == again.links_to("a.md", limit=10) == []
+        ((version,),) = _sql(url, f"SELECT value FROM \"{store.schema}\".meta WHERE key = 'schema_version'")
+        assert version == "4"
+    finally:
+        again.close()
+
+
 # -- knowledge bases and writers -------------------------------------------------------------------
 
 

@@ -23,13 +23,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kbseek.store
-from kbseek.models import Chunk, SectionStart
+from kbseek.models import Chunk, Link, SectionStart
 from kbseek.store.base import (
     ChunkInput,
     Counts,
     DocumentInput,
     EmbeddingRecord,
     IndexMeta,
+    LinkRow,
     PendingChunk,
     RetiredChunk,
     SkippedPath,
@@ -109,6 +110,7 @@ def document(
     tags: tuple[str, ...] = (),
     title: str = "Title",
     content_hash: str | None = None,
+    links: tuple[Link, ...] = (),
 ) -> DocumentInput:
     """A document; a chunk given as a string becomes the next chunk of this document."""
     built = tuple(
@@ -118,7 +120,7 @@ def document(
     return DocumentInput(
         path=path, parser="md", size=size, mtime_ns=1_000, content_hash=content_hash or _hash(path),
         chars=len(served), text=served, title=title, frontmatter={"title": title, "n": 1},
-        tags=tags, date="2026-03-01", warnings=("a warning",), chunks=built,
+        tags=tags, date="2026-03-01", warnings=("a warning",), chunks=built, links=links,
     )  # fmt: skip
 
 
@@ -703,3 +705,96 @@ def test_a_store_knows_whether_it_holds_japanese_text(store: Store) -> None:
     japanese = chunk("notes/ja.md", 0, "ロールバック手順", lexical="ロールバック 手順")
     write(store, document("notes/ja.md", japanese))
     assert store.holds_japanese()
+
+
+# -- links -----------------------------------------------------------------------------------------
+
+
+def _path(target: str) -> Link:
+    return Link("path", target)
+
+
+def _wiki(name: str) -> Link:
+    return Link("wiki", name)
+
+
+def test_links_resolve_by_path_by_path_without_extension_by_folder_and_by_wiki_name_or_title(
+    store: Store,
+) -> None:
+    write(
+        store,
+        document("learn/state.md", "state"),
+        document("learn/index.md", "the learn folder"),
+        document("ops/Deploy Runbook.md", "deploy"),
+        document("ops/rotation.md", "rotation", title="On-call Rotation"),
+        document(
+            "home.md", "home",
+            links=(
+                _path("learn/state"), _path("learn"), _wiki("deploy runbook"), _wiki("On-Call rotation"),
+                _path("missing.md"), _wiki("Nobody"), _path("home.md"), _path("learn/state.md"),
+            ),
+        ),
+    )  # fmt: skip
+    assert store.links_from("home.md", limit=100) == [
+        LinkRow("home.md", "learn/index.md", "path"),
+        LinkRow("home.md", "learn/state.md", "path"),
+        LinkRow("home.md", "ops/Deploy Runbook.md", "wiki"),
+        LinkRow("home.md", "ops/rotation.md", "wiki"),
+    ]  # sorted by target, one per target, unresolved and self links left out
+    assert store.links_to("learn/state.md", limit=100) == [LinkRow("home.md", "learn/state.md", "path")]
+    assert store.links_to("ops/rotation.md", limit=100) == [LinkRow("home.md", "ops/rotation.md", "wiki")]
+    assert store.links_to("home.md", limit=100) == []
+    assert store.links_from("nowhere.md", limit=100) == store.links_to("nowhere.md", limit=100) == []
+
+
+def test_a_wiki_name_two_notes_share_resolves_to_the_linkers_folder_then_the_shortest_path(
+    store: Store,
+) -> None:
+    write(
+        store,
+        document("a/todo.md", "a todo"),
+        document("b/deeper/todo.md", "b todo"),
+        document("b/todo.md", "b's own todo"),
+        document("a/note.md", "note", links=(_wiki("todo"),)),
+        document("c/note.md", "note", links=(_wiki("Todo"),)),
+    )
+    assert [r.target for r in store.links_from("a/note.md", limit=10)] == ["a/todo.md"]
+    # from another folder: the shortest path, then the first in code-point order
+    assert [r.target for r in store.links_from("c/note.md", limit=10)] == ["a/todo.md"]
+    assert [r.source for r in store.links_to("a/todo.md", limit=10)] == ["a/note.md", "c/note.md"]
+    assert store.links_to("b/todo.md", limit=10) == []  # named by both, meant by neither
+
+
+def test_links_follow_the_documents_written_edited_renamed_and_deleted(store: Store) -> None:
+    (home,) = write(store, document("home.md", "home", links=(_wiki("later"),)))
+    assert store.links_from("home.md", limit=10) == []
+    (later,) = write(store, document("later.md", "written after the link"))
+    assert store.links_from("home.md", limit=10) == [LinkRow("home.md", "later.md", "wiki")]
+    with store.transaction() as tx:  # a rename: the old name no longer answers
+        tx.write_document(document("notes/renamed.md", "moved"), replaces=later)
+    assert store.links_from("home.md", limit=10) == []
+    with store.transaction() as tx:  # an edit: the new links replace the old
+        tx.write_document(document("home.md", "home", links=(_path("notes/renamed.md"),)), replaces=home)
+    assert store.links_to("notes/renamed.md", limit=10) == [LinkRow("home.md", "notes/renamed.md", "path")]
+    with store.transaction() as tx:
+        tx.delete_document(home)
+    assert store.links_to("notes/renamed.md", limit=10) == []
+
+
+def test_link_reads_read_at_most_limit_links(store: Store) -> None:
+    targets = [f"t{i:02}.md" for i in range(12)]
+    write(store, *(document(t, t) for t in targets))
+    write(store, document("hub.md", "hub", links=tuple(_path(t) for t in reversed(targets))))
+    write(store, *(document(f"s{i:02}.md", "s", links=(_path("t00.md"),)) for i in range(5)))
+    # the first links written, whatever their order by path
+    assert [r.target for r in store.links_from("hub.md", limit=3)] == ["t09.md", "t10.md", "t11.md"]
+    assert len(store.links_to("t00.md", limit=4)) == 4
+    assert store.links_from("hub.md", limit=0) == store.links_to("t00.md", limit=0) == []
+
+
+def test_link_names_hold_any_text_a_title_or_link_may(store: Store) -> None:
+    odd = "a nul\x00 in a title"
+    write(store, document("odd.md", "odd", title=odd), document("x.md", "x", links=(_wiki(odd),)))
+    write(store, document("y.md", "y", links=(_wiki("a lone \ud800 surrogate"), _path("odd.md\x00"))))
+    assert store.links_from("x.md", limit=10) == [LinkRow("x.md", "odd.md", "wiki")]
+    assert store.links_from("y.md", limit=10) == []

@@ -28,7 +28,7 @@ def document_input(
         path=path, parser=parser, size=size, mtime_ns=mtime_ns, content_hash=content_hash,
         chars=len(parsed.text), text=parsed.text, title=parsed.title, frontmatter=parsed.frontmatter, tags=parsed.tags,
         date=parsed.date, warnings=parsed.warnings,
-        chunks=tuple(chunk_input(c, markup=markup) for c in parsed.chunks),
+        chunks=tuple(chunk_input(c, markup=markup) for c in parsed.chunks), links=parsed.links,
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from kbseek.errors import ConfigError
 from kbseek.ingest.analysis import chunk_input
 from kbseek.ingest.parsers import has_markup
+from kbseek.ingest.parsers.markdown import MarkdownParser
 from kbseek.models import Chunk
 from kbseek.store.base import DocumentInput, Store
 
@@ -77,7 +78,7 @@ def copy_index(source: Store, target: Store) -> CopyReport:
                     path=row.path, parser=row.parser, size=row.size, mtime_ns=state.mtime_ns,
                     content_hash=state.content_hash, chars=row.chars, text=text, title=row.title,
                     frontmatter=row.frontmatter, tags=row.tags, date=row.date, warnings=row.warnings,
-                    chunks=inputs,
+                    chunks=inputs, links=MarkdownParser.links(row.path, text) if row.parser == "md" else (),
                 ),
                 replaces=None,
             )  # fmt: skip

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbseek.errors import IndexIncompatible
-from kbseek.models import Chunk, SectionStart
+from kbseek.models import Chunk, Link, SectionStart
 
 RowIds = npt.NDArray[np.int64]
 """Chunk rowids, one per row of a matching :data:`Matrix`."""
@@ -117,6 +117,17 @@ class RetiredChunk(NamedTuple):
     retired_at: float
 
 
+class LinkRow(NamedTuple):
+    """A link between two indexed documents, resolved (``kbseek.store.links`` says how)."""
+
+    source: str
+    """The path of the document the link is written in."""
+    target: str
+    """The path of the indexed document it resolves to; never ``source`` itself."""
+    kind: str
+    """``"path"`` (a Markdown link) or ``"wiki"`` (a ``[[wiki link]]``)."""
+
+
 class PendingChunk(NamedTuple):
     """A chunk content that has no vector yet: what the embed phase embeds."""
 
@@ -194,6 +205,9 @@ class DocumentInput:
     warnings: tuple[str, ...]
     chunks: tuple[ChunkInput, ...]
     """In document order; ``chunk.chunk_id`` values are unique across the whole index."""
+    links: tuple[Link, ...] = ()
+    """The document's links to other notes as its parser read them; the store resolves them when
+    read (:meth:`Store.links_from`), so a link to a note indexed later is found then."""
 
 
 # -- the protocol ----------------------------------------------------------------------------------
@@ -332,6 +346,17 @@ class Store(Protocol):
 
     def skipped(self) -> list[SkippedPath]:
         """The files the last pass did not index, and why, sorted by path."""
+        ...
+
+    def links_from(self, path: str, *, limit: int) -> list[LinkRow]:
+        """The links written in the document at ``path`` that resolve to another indexed document: at
+        most one per target, sorted by target, read from at most ``limit`` of its links (in the order
+        written). A link to a note not indexed (yet), or to itself, is left out; an unknown path has none."""
+        ...
+
+    def links_to(self, path: str, *, limit: int) -> list[LinkRow]:
+        """The links in other documents that resolve to the document at ``path`` (its backlinks): at
+        most one per source, sorted by source, from at most ``limit`` links naming it."""
         ...
 
     # -- chunks ------------------------------------------------------------------------------------

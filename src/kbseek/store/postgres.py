@@ -44,6 +44,7 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.postgres_links import PostgresLinks
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
 from kbseek.store.postgres_lock import PassLock
 from kbseek.store.postgres_pool import Conn, Connections, setup_connection
@@ -79,7 +80,7 @@ _ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
-class PostgresStore:
+class PostgresStore(PostgresLinks):
     """Open (creating if needed) knowledge base ``kb_name``'s index in the database at ``url``.
 
     With ``create=False`` nothing is created: a knowledge base the database does not hold yet reads

@@ -26,7 +26,7 @@ from kbseek.store.schema import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA_PREFIX = "kbseek_"
 """Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
@@ -57,6 +57,8 @@ TABLES = (
     "skipped",
     "document_texts",
     "vocabulary",
+    "links",
+    "document_names",
 )
 """Every table of the layout, so an older one can be dropped table by table and a schema holding
 anything else is recognised as not kbseek's."""
@@ -182,16 +184,38 @@ CREATE TABLE vocabulary (
 """
 DDL += _VOCABULARY
 
+_LINKS = """
+-- Each document's links as written, and the names a link may call a document by (store.links);
+-- IF NOT EXISTS: adding them to a schema that already holds them changes nothing.
+CREATE TABLE IF NOT EXISTS links (
+    document_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    position    integer NOT NULL,       -- the order written
+    target      text COLLATE "C" NOT NULL, -- a key: 'p:' and a path, or 'w:' and a wiki name
+    PRIMARY KEY (document_id, position)
+);
+CREATE INDEX IF NOT EXISTS links_by_target ON links(target);
+CREATE TABLE IF NOT EXISTS document_names (
+    name        text COLLATE "C" NOT NULL,
+    document_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    rank        integer NOT NULL,       -- 0 the best match for the name
+    PRIMARY KEY (name, document_id)
+);
+CREATE INDEX IF NOT EXISTS document_names_by_document ON document_names(document_id);
+"""
+DDL += _LINKS
+
 ADDED: dict[int, str] = {
     2: _DOCUMENT_TEXTS,
     # The postings' key is (term, chunk), so a term's rows count the chunks holding it.
     3: _VOCABULARY
     + "INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM postings GROUP BY term;",
+    4: _LINKS,
 }
 """For a schema version, what brings a schema of the version before it up to it when the change only
 adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
 text, filled by the re-parse that parse version 5 causes, every vector kept. 3: the vocabulary, filled
-from the postings in the same transaction."""
+from the postings in the same transaction. 4: the documents' links and names, filled by the
+re-parse that parse version 6 causes, vectors kept."""
 
 
 def schema_name(kb_name: str) -> str:

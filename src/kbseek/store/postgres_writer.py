@@ -27,6 +27,7 @@ from psycopg.rows import TupleRow
 
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.links import document_names, link_keys
 from kbseek.store.schema import (
     META_EMBEDDING,
     META_PASSES,
@@ -133,7 +134,27 @@ class PostgresWriter:
             (doc_id, pack_text(document.text)),
         )
         self._insert_chunks(doc_id, document.chunks)
+        self._write_links(doc_id, document)
         return doc_id
+
+    def _write_links(self, doc_id: int, document: DocumentInput) -> None:
+        """The document's links as keys and its names (``store.links``), replacing any it had."""
+        conn = self._conn
+        conn.execute("DELETE FROM links WHERE document_id = %s", (doc_id,))
+        conn.execute("DELETE FROM document_names WHERE document_id = %s", (doc_id,))
+        keys = link_keys(document.links)
+        if keys:
+            conn.execute(
+                "INSERT INTO links (document_id, position, target)"
+                " SELECT %s, p - 1, t FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, p)",
+                (doc_id, keys),
+            )
+        names = document_names(document.path, document.title)
+        conn.execute(
+            "INSERT INTO document_names (name, document_id, rank)"
+            " SELECT n, %s, r FROM unnest(%s::text[], %s::integer[]) AS u(n, r)",
+            (doc_id, list(names), list(names.values())),
+        )
 
     def _insert_chunks(self, doc_id: int, chunks: Sequence[ChunkInput]) -> None:
         """The chunk rows, their postings and sections, and the collection statistics.

@@ -23,7 +23,7 @@ from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -92,6 +92,7 @@ CREATE TABLE IF NOT EXISTS skipped (
 );
 
 {document_texts}
+{links}
 """
 
 _DOCUMENT_TEXTS = """
@@ -112,13 +113,32 @@ CREATE TABLE IF NOT EXISTS chunk_sections (
 CREATE INDEX IF NOT EXISTS chunk_sections_by_chunk ON chunk_sections(chunk, position);
 """
 
-DDL = DDL.format(chunk_sections=_CHUNK_SECTIONS, document_texts=_DOCUMENT_TEXTS)
+_LINKS = """
+-- Each document's links as written, and the names a link may call a document by (store.links).
+CREATE TABLE IF NOT EXISTS links (
+    document INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,      -- the order written
+    target   TEXT NOT NULL,         -- a key: 'p:' and a path, or 'w:' and a wiki name
+    PRIMARY KEY (document, position)
+);
+CREATE INDEX IF NOT EXISTS links_by_target ON links(target);
+CREATE TABLE IF NOT EXISTS document_names (
+    name     TEXT NOT NULL,
+    document INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    rank     INTEGER NOT NULL,      -- 0 the best match for the name
+    PRIMARY KEY (name, document)
+);
+CREATE INDEX IF NOT EXISTS document_names_by_document ON document_names(document);
+"""
 
-ADDED: dict[int, str] = {2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS}
+DDL = DDL.format(chunk_sections=_CHUNK_SECTIONS, document_texts=_DOCUMENT_TEXTS, links=_LINKS)
+
+ADDED: dict[int, str] = {2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS, 4: _LINKS}
 """For a schema version, the statements that bring an index of the version before it up to it, when
 that change only adds tables: the index is updated in place instead of rebuilt. 2: the sections
 merged into a chunk (filled by the re-parse that parse version 4 causes, with every vector kept);
-3: the documents' served text (filled by the re-parse of parse version 5, vectors kept)."""
+3: the documents' served text (filled by the re-parse of parse version 5, vectors kept); 4: the
+documents' links and names (filled by the re-parse of parse version 6, vectors kept)."""
 
 # BM25 column weights for (heading, body): a match in the heading path says
 # more about what a chunk is about than one in passing.

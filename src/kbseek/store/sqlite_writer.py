@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.links import document_names, link_keys
 from kbseek.store.schema import (
     META_EMBEDDING,
     META_PASSES,
@@ -65,7 +66,23 @@ class SqliteWriter:
             (doc_id, pack_text(document.text)),
         )
         self._insert_chunks(doc_id, document.chunks)
+        self._write_links(doc_id, document)
         return doc_id
+
+    def _write_links(self, doc_id: int, document: DocumentInput) -> None:
+        """The document's links as keys and the names links may call it by (``store.links``),
+        replacing any it had: a rename changes its names, an edit its links."""
+        conn = self._conn
+        conn.execute("DELETE FROM links WHERE document=?", (doc_id,))
+        conn.execute("DELETE FROM document_names WHERE document=?", (doc_id,))
+        conn.executemany(
+            "INSERT INTO links(document, position, target) VALUES (?, ?, ?)",
+            [(doc_id, i, key) for i, key in enumerate(link_keys(document.links))],
+        )
+        conn.executemany(
+            "INSERT INTO document_names(name, document, rank) VALUES (?, ?, ?)",
+            [(name, doc_id, rank) for name, rank in document_names(document.path, document.title).items()],
+        )
 
     def _insert_chunks(self, doc_id: int, chunks: Sequence[ChunkInput]) -> None:
         """The chunk rows and their FTS rows. The FTS rows hold the analyzed text exactly as given;

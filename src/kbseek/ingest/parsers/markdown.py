@@ -37,8 +37,9 @@ from markdown_it.rules_block.table import getLine
 from markdown_it.rules_block.table import table as gfm_table
 
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
+from kbseek.ingest.links import markdown_links
 from kbseek.ingest.parsers.text import decode_utf8, title_from_path
-from kbseek.models import ParsedDocument
+from kbseek.models import Link, ParsedDocument
 from kbseek.text.display import display_line
 
 _TOP_LEVEL_KINDS: dict[str, BlockKind] = {
@@ -93,7 +94,15 @@ class MarkdownParser:
             date=meta.date,
             chunks=chunks,
             warnings=meta.warnings,
+            links=markdown_links(path, text[body_start:]),
         )
+
+    @staticmethod
+    def links(path: str, text: str) -> tuple[Link, ...]:
+        """The links of a stored Markdown document, as :meth:`parse` reads them (an index copy
+        carries them this way: the store keeps links as keys, not as the parser's records)."""
+        lines = LineIndex(text)
+        return markdown_links(path, text[lines.start_of(read_frontmatter(text, lines).body_line) :])
 
     def blocks(self, text: str, lines: LineIndex, body_line: int = 0) -> list[Block]:
         """Top-level blocks of the Markdown that begins at 0-based line ``body_line``.
