@@ -133,20 +133,46 @@ def _explain(e: Explanation) -> str:
     return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 
-def search_text(r: SearchResponse, token: str | None = None) -> str:
+def _section(heading_path: list[str]) -> list[str]:
+    """The headings a hit's line shows: the path below the document title when there is one, since
+    the file's path is on the next line; the title alone for a hit in a document's opening."""
+    return heading_path[1:] if len(heading_path) > 1 else heading_path
+
+
+def _without_heading(snippet: str, heading_path: list[str]) -> str:
+    """``snippet`` less the section heading it starts with, when its window opens at the head of its
+    chunk: the hit's line already says it. The structured snippet keeps it, with its highlights."""
+    heading = heading_path[-1] if heading_path else ""
+    rest = snippet[len(heading) :]
+    return rest.lstrip() if heading and snippet.startswith(heading) and rest[:1].isspace() else snippet
+
+
+def search_text(r: SearchResponse, token: str | None = None, *, brief: bool = False) -> str:
+    """Each hit as one line (rank, section, chunk id) above its snippet's delimited block, whose
+    opening line names the file and its lines; then the notes.
+
+    Each hit names its file once (in the block's opening line), its section once (the snippet is
+    shown without a heading it starts with) and its score only with ``explain``: the order is the
+    ranking, and a score is comparable only within one answer. ``brief`` (the MCP tool) leaves out
+    of the first line what the caller knows or a note says: the query and each phrasing it sent,
+    which would cost their length again in every answer, and the legs' states (a leg that is not
+    ``ok`` has its note, or is off by configuration). Decision 0035.
+    """
     token = token or boundary()
-    legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
-    head = f"{counted(len(r.hits), 'hit')} for {r.query!r}"
-    head += "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
+    head = counted(len(r.hits), "hit")
+    if not brief:
+        legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
+        head += f" for {r.query!r}" + "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
     if r.low_confidence and r.hits:
         head += " — low confidence: the knowledge base may not cover this"
     lines = [head]
     for i, h in enumerate(r.hits, 1):
-        lines.append(f"{i}. {escaped(h.path)} — {_heading(h.heading_path)}")
-        lines.append(f"   score {h.score:.4f} · chunk_id {escaped(h.chunk_id)}")
+        lines.append(f"{i}. {_heading(_section(h.heading_path))} · chunk_id {escaped(h.chunk_id)}")
         if h.explain is not None:
+            lines.append(f"   score {h.score:.4f}")
             lines.append(_explain(h.explain))
-        lines.extend(passage(token, h.snippet, h.path, f"lines={h.line_start}-{h.line_end}"))
+        snippet = _without_heading(h.snippet, h.heading_path)
+        lines.extend(passage(token, snippet, h.path, f"lines={h.line_start}-{h.line_end}"))
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 

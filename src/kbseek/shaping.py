@@ -195,10 +195,10 @@ def search_response(
             )
             codes.append("terms_dropped")
     if result.absent_names:
-        notes.append(
-            "no note in the knowledge base mentions "
+        notes.append(  # the answer's low_confidence says the knowledge base may not cover it
+            "no note mentions "
             + bounded(", ".join(result.absent_names[:10]))
-            + ": the hits match the rest of the query, and the knowledge base may not cover this"
+            + ": the hits match the rest of the query"
         )
         codes.append("absent_names")
     if (
@@ -211,9 +211,7 @@ def search_response(
         notes.append(other_language_hint(args.query))
         codes.append("try_other_language")
     if result.more_available:
-        notes.append(
-            f"more hits exist beyond limit={args.limit}; raise limit or narrow with path_prefix/tags"
-        )
+        notes.append("more hits exist: raise limit or narrow with path_prefix/tags")
         codes.append("more_hits")
     hits = [_hit(h, servable, args.explain) for h in result.hits]
     shown, note, code = semantic_for_search(semantic, semantic_error, summary)
@@ -240,7 +238,7 @@ def search_response(
 def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
     c, f = h.chunk, h.fused
     return SearchHit(
-        chunk_id=c.chunk_id, path=c.path, title=c.title, heading_path=list(h.heading_path),
+        chunk_id=c.chunk_id, path=c.path, heading_path=list(h.heading_path),
         score=round(f.score, 6), snippet=h.snippet.text, highlights=[list(span) for span in h.snippet.highlights],
         start=c.start, end=c.end, line_start=c.line_start, line_end=c.line_end, tags=list(c.tags),
         uri=document_uri(c.path) if c.path in servable else None,
@@ -253,7 +251,8 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
 
 
 def other_language_hint(query: str) -> str:
-    """What to try when the best hits are weak and the search had no alternative phrasing.
+    """What to try when the best hits are weak (``low_confidence`` says so) and the search had no
+    alternative phrasing.
 
     The answer is often a page in the knowledge base's other language: the query's words match
     nothing there, and the default model ranks such a page first for a fifth to two thirds of
@@ -262,8 +261,7 @@ def other_language_hint(query: str) -> str:
     """
     other = "English" if is_japanese(query) else "Japanese"
     return (
-        f"the best hits are weak; if the answer may be written in {other}, search again with "
-        f"also=[the question in {other}, and a keyword form]"
+        f"if the answer may be in {other}, search again with also=[the question in {other}, a keyword form]"
     )
 
 
@@ -378,7 +376,7 @@ def fetch_response(
         head = run.chunks[0]
         passages.append(
             Passage(
-                path=head.path, title=head.title, heading_path=list(head.heading_path),
+                path=head.path, heading_path=list(head.heading_path),
                 requested=found.requested, chunk_ids=[c.chunk_id for c in run.chunks], start=run.start,
                 end=run.start + len(text) if cut else run.end, line_start=head.line_start,
                 line_end=max(c.line_end for c in run.chunks), text=text, truncated=cut,

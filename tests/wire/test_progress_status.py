@@ -79,7 +79,7 @@ async def test_the_progress_shape_is_in_the_tool_output_schema(core: KnowledgeBa
     async with Client(build_server(core)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     schema = tools["index_status"].output_schema or {}
-    progress = schema["$defs"]["IndexProgress"]
+    progress = schema["properties"]["progress"]
     assert {"phase", "done", "total", "unit", "rate", "eta"} <= set(progress["properties"])
     assert "scan" in progress["properties"]["phase"]["description"]
     assert "seconds" in progress["properties"]["eta"]["description"].lower()

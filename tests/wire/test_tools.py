@@ -55,7 +55,8 @@ async def test_search_returns_structured_hits_and_a_readable_text_block(core: Kn
     assert hit["path"] == "runbooks/deploy.md"
     assert hit["heading_path"][0] == "Deploy runbook"
     assert "load balancer" in hit["snippet"]
-    assert {"chunk_id", "title", "score", "snippet", "start", "end", "line_start", "line_end"} <= set(hit)
+    assert {"chunk_id", "score", "snippet", "start", "end", "line_start", "line_end"} <= set(hit)
+    assert "title" not in hit  # heading_path[0] says it (decision 0035)
     assert hit["tags"] == ["deploy", "runbook"]
     assert data["legs"] == {"lexical": "ok", "semantic": "off"}
     assert "runbooks/deploy.md" in text and hit["chunk_id"] in text

@@ -174,7 +174,7 @@ async def test_a_file_name_with_a_bidi_override_and_a_newline_is_escaped_in_text
         )  # fmt: skip
         assert raw == path, tool  # round-trips: the structured path reads the same file again
     (search_data, search_text), (_, fetch_text) = answers[0], answers[1]
-    assert f". {shown} — Invoice" in search_text
+    assert ". Invoice · chunk_id " in search_text  # the hit's line names its section, its block the file
     assert fetch_text.startswith(f"── {shown} — Invoice")
     assert search_data["hits"]
 
