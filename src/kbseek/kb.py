@@ -21,11 +21,13 @@ from kbseek.ingest.indexer import IndexReport
 from kbseek.live_config import LiveConfig, PathArg
 from kbseek.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.progress import ProgressListener
+from kbseek.related import Related
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
     IndexSummary,
     RecentDocuments,
+    RelatedResponse,
     SearchResponse,
     StatusResponse,
     TopicsResponse,
@@ -60,18 +62,10 @@ class KnowledgeBase:
     """
 
     def __init__(
-        self,
-        root: PathArg | None = None,
-        *,
-        config: PathArg | None = None,
-        index_dir: PathArg | None = None,
-        semantic: bool | None = None,
-        settings: Settings | None = None,
-        embedder: Embedder | None = None,
-        read_only: bool = False,
-        store: str | None = None,
-        kb_name: str | None = None,
-    ) -> None:
+        self, root: PathArg | None = None, *, config: PathArg | None = None, index_dir: PathArg | None = None,
+        semantic: bool | None = None, settings: Settings | None = None, embedder: Embedder | None = None,
+        read_only: bool = False, store: str | None = None, kb_name: str | None = None,
+    ) -> None:  # fmt: skip
         """Open the knowledge base at ``root`` (``~`` is expanded), creating its index folder.
 
         ``config``: a ``kbseek.toml`` to read (and re-read when it changes); it may name the root.
@@ -81,8 +75,7 @@ class KnowledgeBase:
         ``read_only``: only look (``kbseek status``, ``get``): create nothing, run no pass. ``store``,
         ``kb_name``: a PostgreSQL URL to keep the index in (``[store]``), and the name in it.
         Raises :class:`~kbseek.errors.ConfigError`, saying what to change, before touching anything
-        when the root is missing or the configuration is wrong (an unknown key, parser or value).
-        """
+        when the root is missing or the configuration is wrong (an unknown key, parser or value)."""
         self._live = LiveConfig.resolve(
             root, config=config, index_dir=index_dir, semantic=semantic, settings=settings,
             store_url=store, kb_name=kb_name,
@@ -104,6 +97,7 @@ class KnowledgeBase:
         )
         self._catalog = Catalog(self.store, self._live)
         self._retrieval = Retrieval(self.store, self._live, self._semantic, self._catalog)
+        self._related = Related(self.store, self._live, self._semantic, self._catalog)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -185,8 +179,7 @@ class KnowledgeBase:
         ``progress`` receives the snapshots ``status`` shows. ``embed=False``: no vectors (a later pass
         embeds). ``reembed`` drops every vector first, the way over from another model's index (else
         :class:`~kbseek.errors.IndexIncompatible`). ``prune_disabled=False`` keeps rows of formats no
-        longer enabled. Raises :class:`~kbseek.errors.IndexLocked` when another process writes it.
-        """
+        longer enabled. Raises :class:`~kbseek.errors.IndexLocked` when another process writes it."""
         load = self._semantic.ensure_loaded if embed and not self.read_only else None
         return self._runner.index(
             progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed, load_model=load
@@ -254,12 +247,19 @@ class KnowledgeBase:
         return self._catalog.fetch(shaping.fetch_args(self.limits, chunk_ids, context))
 
     def read_document(self, path: str, *, offset: int = 0, max_chars: int | None = None) -> DocumentResponse:
-        """A document by root-relative path, indexed or not (D1), a window of ``max_chars`` at a time.
-
-        Refusals (outside the root, a link, no parser for it, too large) raise a
-        :class:`~kbseek.errors.DocumentRefused` subclass whose message says why.
-        """
+        """A document by root-relative path, indexed or not (D1), a window of ``max_chars`` at a time;
+        a refusal (outside the root, a link, no parser, too large) raises a ``DocumentRefused`` saying why."""
         return self._catalog.read_document(path, offset=offset, max_chars=max_chars)
+
+    def related(
+        self, path: str | None = None, *, chunk_id: str | None = None, limit: int | None = None,
+        links: bool = True,
+    ) -> RelatedResponse:  # fmt: skip
+        """Documents related to ``path`` or ``chunk_id`` by links and by vectors, each saying why
+        (``kbseek.related``); ``links=False``: by vectors alone."""
+        self._semantic.ensure_loaded()
+        self._runner.refresh()
+        return self._related.related(path=path, chunk_id=chunk_id, limit=limit, links=links)
 
     def topics(self) -> TopicsResponse:
         """What the knowledge base covers: documents grouped by their first one or two folders."""

@@ -235,3 +235,22 @@ class RecentDocuments(BaseModel):
     )
     truncated: bool
     index: IndexSummary
+
+
+class RelatedHit(BaseModel):
+    path: str
+    title: str
+    score: float = Field(description="Similarity plus 0.25 per link direction.")
+    why: list[str] = Field(description="'links to', 'linked from', 'similar: 0.71'.")
+    uri: str | None = None
+
+
+class RelatedResponse(BaseModel):
+    path: str
+    chunk_id: str | None = None
+    hits: list[RelatedHit]
+    backlinks: list[str]
+    """Paths of the documents that link to this one."""
+    semantic: str = Field(description="As in search legs; not 'ok': links only.")
+    truncated: bool
+    notes: list[str]

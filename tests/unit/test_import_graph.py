@@ -61,7 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("settings", ("kbseek.config",)),
     ("facade", (
         "kbseek", "kbseek.kb", "kbseek.runner", "kbseek.semantic",
-        "kbseek.retrieval", "kbseek.catalog", "kbseek.shaping", "kbseek.fitting", "kbseek.paths",
+        "kbseek.retrieval", "kbseek.related", "kbseek.catalog", "kbseek.shaping", "kbseek.fitting", "kbseek.paths",
         "kbseek.live_config", "kbseek.following", "kbseek.status",
         "kbseek.responses",
     )),
