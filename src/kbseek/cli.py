@@ -439,10 +439,7 @@ def fetch(kb: KnowledgeBase, chunk_ids: tuple[str, ...], context: int | None, as
 @kb_options
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def topics(kb: KnowledgeBase, as_json: bool) -> None:
-    """List what the knowledge base covers: documents grouped by their first one or two folders.
-
-    A prefix narrows a search: kbseek search --path-prefix PREFIX.
-    """
+    """List what the knowledge base covers, by first one or two folders (narrow a search: --path-prefix)."""
     r = kb.topics()
     click.echo(r.model_dump_json(indent=2) if as_json else render.topics_text(r))
 
@@ -586,9 +583,11 @@ def doctor(
         sys.exit(1)
 
 
+from kbseek.cli_related import related_command  # noqa: E402 - kept beside its registration
 from kbseek.cli_service import service as _service  # noqa: E402 - kept beside its registration
 
 cli.add_command(_service)
+cli.add_command(related_command(kb_options))
 
 
 def main() -> None:

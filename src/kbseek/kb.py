@@ -97,7 +97,7 @@ class KnowledgeBase:
         )
         self._catalog = Catalog(self.store, self._live)
         self._retrieval = Retrieval(self.store, self._live, self._semantic, self._catalog)
-        self._related = Related(self.store, self._live, self._semantic, self._catalog)
+        self._related = Related(self.store, self._live, self._semantic)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

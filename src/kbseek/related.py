@@ -26,14 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbseek import shaping
-from kbseek.catalog import Catalog, document_path
+from kbseek.catalog import document_path
 from kbseek.echoes import ECHO_CHARS, bounded_middle
 from kbseek.errors import InvalidArgument
 from kbseek.live_config import LiveConfig
 from kbseek.responses import RelatedHit, RelatedResponse
 from kbseek.semantic import SemanticLeg, SemanticState
 from kbseek.store.base import ChunkRow, DocumentRow, Store
-from kbseek.uris import document_uri
 from kbseek.words import counted
 
 DEFAULT_LIMIT = 10
@@ -49,6 +48,8 @@ MAX_BACKLINKS = 50
 TIME_BUDGET = 2.0
 """Seconds of vector search; the chunks not reached in time are not searched, and a note says so."""
 LINK_WEIGHT = 0.25
+TITLE_CHARS = 200
+"""A hit's title is cut in the middle past this: a heading can be a paragraph long."""
 
 
 @dataclass
@@ -72,16 +73,14 @@ class _Candidate:
 
 
 class Related:
-    """``KnowledgeBase.related``: the store, the dense index search uses, and the catalog's uris."""
+    """``KnowledgeBase.related``: the store and the dense index search uses."""
 
     def __init__(
-        self, store: Store, live: LiveConfig, semantic: SemanticLeg, catalog: Catalog,
-        clock: Callable[[], float] = time.monotonic,
+        self, store: Store, live: LiveConfig, semantic: SemanticLeg, clock: Callable[[], float] = time.monotonic,
     ) -> None:  # fmt: skip
         self._store = store
         self._live = live
         self._semantic = semantic
-        self._catalog = catalog
         self._clock = clock
 
     def related(
@@ -120,10 +119,14 @@ class Related:
         if len(backlinks) > MAX_BACKLINKS:
             truncated = True
             notes.append(f"{len(backlinks)} documents link here; the first {MAX_BACKLINKS} are listed")
-        return RelatedResponse(
-            path=document.path, chunk_id=chunk.chunk_id if chunk else None, hits=hits,
-            backlinks=backlinks[:MAX_BACKLINKS], semantic=str(state), truncated=truncated, notes=notes,
-        )  # fmt: skip
+        response = RelatedResponse(
+            path=document.path,
+            hits=hits,
+            backlinks=backlinks[:MAX_BACKLINKS],
+            truncated=truncated,
+            notes=notes,
+        )
+        return _fit(response, self._live.limits.max_response_chars // 2)
 
     def _subject(self, path: str | None, chunk_id: str | None) -> tuple[DocumentRow, ChunkRow | None]:
         if (path is None) == (chunk_id is None):
@@ -206,19 +209,37 @@ class Related:
         return capped
 
     def _hits(self, ranked: list[_Candidate]) -> list[RelatedHit]:
-        paths = [c.path for c in ranked]
-        servable = set(self._catalog.servable_document_paths(among=paths))
         hits: list[RelatedHit] = []
         for c in ranked:
             title = c.title
             if not title:  # found by its links alone
                 row = self._store.document(c.path)
                 title = row.title if row is not None else c.path
+            title = bounded_middle(title, TITLE_CHARS)
             hits.append(RelatedHit(
                 path=c.path, title=title, score=round(c.score, 4), why=c.why(),
-                uri=document_uri(c.path) if c.path in servable else None,
             ))  # fmt: skip
         return hits
+
+
+def _fit(r: RelatedResponse, max_chars: int) -> RelatedResponse:
+    """``r`` within ``max_chars`` as JSON (T3), backlinks then hits dropped from the end, said in a
+    note. Half the response cap: a tool result repeats the list in its text block."""
+    if len(r.model_dump_json()) <= max_chars:
+        return r
+    hits, backlinks = list(r.hits), list(r.backlinks)
+    note = "cut to fit the response cap: ask with a smaller limit"
+    while hits or backlinks:
+        if backlinks:
+            backlinks.pop()
+        else:
+            hits.pop()
+        cut = r.model_copy(
+            update={"hits": hits, "backlinks": backlinks, "truncated": True, "notes": [*r.notes, note]}
+        )
+        if len(cut.model_dump_json()) <= max_chars:
+            return cut
+    return r.model_copy(update={"hits": [], "backlinks": [], "truncated": True, "notes": [*r.notes, note]})
 
 
 def _no_vectors(state: SemanticState) -> str:

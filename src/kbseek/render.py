@@ -30,6 +30,7 @@ from kbseek.responses import (
     DocumentResponse,
     Explanation,
     FetchResponse,
+    RelatedResponse,
     SearchResponse,
     StatusResponse,
     TopicsResponse,
@@ -207,6 +208,17 @@ def topics_text(r: TopicsResponse) -> str:
         docs = counted(t.documents, "document")
         titles = "; ".join(escaped(title) for title in t.titles)
         lines.append(f"- {escaped(t.prefix) or '(root)'}: {docs} — {titles}{more}")
+    lines.extend(_notes(r.notes))
+    return "\n".join(lines)
+
+
+def related_text(r: RelatedResponse) -> str:
+    """One line per related document: path, title (escaped, never instructions) and why it is there."""
+    lines = [f"{counted(len(r.hits), 'related document')} for {escaped(r.path)}"]
+    for i, h in enumerate(r.hits, 1):
+        lines.append(f"{i}. {escaped(h.path)} — {escaped(h.title)} [{'; '.join(h.why)}; score {h.score:.2f}]")
+    if r.backlinks:
+        lines.append("backlinks: " + ", ".join(escaped(p) for p in r.backlinks))
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 

@@ -240,17 +240,17 @@ class RecentDocuments(BaseModel):
 class RelatedHit(BaseModel):
     path: str
     title: str
-    score: float = Field(description="Similarity plus 0.25 per link direction.")
-    why: list[str] = Field(description="'links to', 'linked from', 'similar: 0.71'.")
-    uri: str | None = None
+    score: float
+    """The best cosine of a passage of it with one of the subject's, plus 0.25 per link direction."""
+    why: list[str]
+    """Why it is related: ``links to``, ``linked from``, ``similar: 0.71``."""
 
 
 class RelatedResponse(BaseModel):
     path: str
-    chunk_id: str | None = None
     hits: list[RelatedHit]
     backlinks: list[str]
     """Paths of the documents that link to this one."""
-    semantic: str = Field(description="As in search legs; not 'ok': links only.")
     truncated: bool
     notes: list[str]
+    """What was capped, and whether it is by links only (no model)."""

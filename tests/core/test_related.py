@@ -55,8 +55,7 @@ def test_each_hit_says_why_links_both_ways_and_similarity(kb: KnowledgeBase) -> 
     images = by_path["ops/images.md"]
     assert images.why == [f"similar: {images.score:.2f}"] and images.title == "Images"
     assert r.hits == sorted(r.hits, key=lambda h: -h.score)
-    assert all(h.uri == f"kb://doc/{h.path}" for h in r.hits)
-    assert r.semantic == "ok" and not r.truncated
+    assert not r.truncated and not r.notes
 
 
 def test_links_count_a_quarter_per_direction_on_top_of_similarity(kb: KnowledgeBase) -> None:
@@ -81,7 +80,7 @@ def test_without_the_link_signal_only_vectors_rank(kb: KnowledgeBase) -> None:
 def test_a_chunk_is_compared_alone_and_keeps_its_documents_links(kb: KnowledgeBase) -> None:
     build = next(h for h in kb.search("registry container image").hits if h.path == "ops/deploy.md")
     alone = kb.related(chunk_id=build.chunk_id, links=False)
-    assert alone.path == "ops/deploy.md" and alone.chunk_id == build.chunk_id
+    assert alone.path == "ops/deploy.md"
     assert alone.hits[0].path == "ops/images.md"  # the passage about the registry, not the release
     r = kb.related(chunk_id=build.chunk_id)
     assert r.backlinks == ["home.md"] and any("a chunk has its document's links" in n for n in r.notes)
@@ -124,7 +123,7 @@ def test_without_a_model_related_answers_by_links_and_says_so(tmp_path: Path) ->
         k.index()
         r = k.related("home.md")
     assert [h.path for h in r.hits] == ["notes/readme.md", "ops/deploy.md", "ops/rollback.md"]
-    assert r.semantic == "off" and any("links only" in n for n in r.notes)
+    assert any("semantic search is off: related by links only" in n for n in r.notes)
 
 
 def test_an_index_from_before_links_gains_them_in_place_with_its_vectors(tmp_path: Path) -> None:

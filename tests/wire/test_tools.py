@@ -15,7 +15,7 @@ from kbseek.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"search", "fetch", "get_document", "list_topics", "index_status"}
+TOOLS = {"search", "fetch", "get_document", "related", "list_topics", "index_status"}
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ async def call(core: KnowledgeBase, name: str, args: dict[str, Any]) -> tuple[di
     return result.structured_content or {}, text, bool(result.is_error)
 
 
-async def test_the_server_advertises_five_read_only_tools_with_output_schemas(core: KnowledgeBase) -> None:
+async def test_the_server_advertises_its_read_only_tools_with_output_schemas(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         tools = (await client.list_tools()).tools
         instructions = client.instructions
