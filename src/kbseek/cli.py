@@ -389,7 +389,7 @@ def _url_host(host: str) -> str:
 @cli.command()
 @kb_options
 @click.argument("query")
-@click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 8).")
+@click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 5).")
 @click.option("--path-prefix", default=None, help="Only documents under this folder.")
 @click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable).")
 @click.option("--snippet-chars", type=int, default=None, help="Snippet length in characters.")
