@@ -11,8 +11,9 @@ Two signals, one ranking (docs/decisions/0036):
   resolves them (``store.links``). Links are a document's, so a chunk's subject has its document's.
 
 The score is the similarity (0 for a document no vector reached) plus :data:`LINK_WEIGHT` for
-each direction a link runs: a page linked both ways with no similar passage scores 0.5, and a link
-lifts a page past any unlinked one less than 0.25 more similar. Each hit says why it is there.
+each direction a link runs: a page linked both ways with no similar passage scores 1.0, and a link
+lifts a page past any unlinked one less than 0.5 more similar, which in practice is every one: an
+author's link is the strongest statement that two notes belong together. Each hit says why.
 
 Every read is bounded: at most :data:`MAX_CHUNKS` chunks of the subject are searched,
 :data:`NEIGHBOURS` nearest chunks each, :data:`MAX_LINKS` links read each way, within
@@ -47,7 +48,7 @@ MAX_BACKLINKS = 50
 """Backlinks listed in an answer (their count may be larger: a note says so)."""
 TIME_BUDGET = 2.0
 """Seconds of vector search; the chunks not reached in time are not searched, and a note says so."""
-LINK_WEIGHT = 0.25
+LINK_WEIGHT = 0.5
 TITLE_CHARS = 200
 """A hit's title is cut in the middle past this: a heading can be a paragraph long."""
 

@@ -241,7 +241,7 @@ class RelatedHit(BaseModel):
     path: str
     title: str
     score: float
-    """The best cosine of a passage of it with one of the subject's, plus 0.25 per link direction."""
+    """The best cosine of a passage of it with one of the subject's, plus 0.5 per link direction."""
     why: list[str]
     """Why it is related: ``links to``, ``linked from``, ``similar: 0.71``."""
 

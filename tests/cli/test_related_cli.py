@@ -30,8 +30,8 @@ def test_related_lists_links_and_backlinks_saying_why(tmp_path: Path) -> None:
     assert _run("index", *kb)[0] == 0
     code, out = _run("related", *kb, "home.md")
     assert code == 0 and out.splitlines()[0] == "2 related documents for home.md"
-    assert "ops/deploy.md — Deploy runbook [links to; score 0.25]" in out
-    assert "ops/rollback.md — Rollback [links to; score 0.25]" in out
+    assert "ops/deploy.md — Deploy runbook [links to; score 0.50]" in out
+    assert "ops/rollback.md — Rollback [links to; score 0.50]" in out
     assert "note: semantic search is off: related by links only" in out
     code, out = _run("related", *kb, "--json", "ops/deploy.md")
     assert code == 0 and json.loads(out)["backlinks"] == ["home.md"]

@@ -72,3 +72,18 @@ async def test_a_bad_subject_is_an_error_result_saying_what_to_pass(kb: Knowledg
         unknown = await client.call_tool("related", {"path": "nowhere.md"})
     assert neither.is_error and "either path or chunk_id" in neither.content[0].text  # type: ignore[union-attr]
     assert unknown.is_error and "not an indexed document" in unknown.content[0].text  # type: ignore[union-attr]
+
+
+def test_the_web_api_answers_related_as_the_tool_does(kb: KnowledgeBase) -> None:
+    from starlette.testclient import TestClient
+
+    from kbseek.server.web import build_web_app
+
+    with TestClient(build_web_app(kb)) as client:
+        ok = client.get("/api/related", params={"path": "ops/deploy.md"})
+        neither = client.get("/api/related")
+        unknown = client.get("/api/related", params={"path": "nowhere.md"})
+    assert ok.status_code == 200 and ok.json()["backlinks"] == ["home.md"]
+    assert ok.json() == kb.related("ops/deploy.md").model_dump(mode="json")
+    assert neither.status_code == 400 and "either path or chunk_id" in neither.json()["error"]
+    assert unknown.status_code == 400 and "not an indexed document" in unknown.json()["error"]

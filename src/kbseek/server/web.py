@@ -116,11 +116,20 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
 
         return await _answer(request, call)
 
+    async def related(request: Request) -> Response:
+        """The documents related to one, shown beside it on the page."""
+        path = request.query_params.get("path") or None
+        chunk_id = request.query_params.get("chunk_id") or None
+        return await _answer(
+            request, lambda: kb.related(path, chunk_id=chunk_id, limit=_int_param(request, "limit"))
+        )
+
     routes: list[Any] = [Route(path, asset) for path in ASSETS]
     routes += [
         Route("/api/search", search),
         Route("/api/status", status),
         Route("/api/topics", topics),
         Route("/api/document", document),
+        Route("/api/related", related),
     ]
     return Starlette(routes=routes)

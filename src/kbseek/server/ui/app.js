@@ -110,19 +110,56 @@ function highlighted(snippet, spans) {
   return container;
 }
 
-function renderHit(hit) {
+// One entry per document, at the rank of its best hit, with each of its sections under it: a
+// runbook whose three sections all match is one result with three places, not three results.
+function groupByDocument(hits) {
+  const groups = new Map();
+  for (const hit of hits) {
+    if (!groups.has(hit.path)) groups.set(hit.path, []);
+    groups.get(hit.path).push(hit);
+  }
+  return [...groups.values()];
+}
+
+function renderGroup(hits) {
+  const first = hits[0];
   const item = el("li", "hit");
-  item.append(el("span", "score", hit.score.toFixed(3)));
+  item.append(el("span", "score", first.score.toFixed(3)));
   const title = el("h3");
-  const link = el("a", "", hit.title || hit.path);
-  link.href = "#doc=" + encodeURIComponent(hit.path);
+  const link = el("a", "", first.title || first.path);
+  link.href = "#doc=" + encodeURIComponent(first.path);
   title.append(link);
   item.append(title);
-  const where = hit.heading_path.length > 1 ? hit.heading_path.slice(1).join(" › ") : "";
-  item.append(el("div", "where", hit.path + (where ? " — " + where : "") + ` (lines ${hit.line_start}–${hit.line_end})`));
-  item.append(highlighted(hit.snippet, hit.highlights));
-  if (hit.tags.length) item.append(el("div", "tags", "tags: " + hit.tags.join(", ")));
+  item.append(el("div", "where", first.path));
+  for (const hit of hits) {
+    const section = el("div", "section");
+    const where = hit.heading_path.length > 1 ? hit.heading_path.slice(1).join(" › ") + " — " : "";
+    section.append(el("div", "where", `${where}lines ${hit.line_start}–${hit.line_end}`));
+    section.append(highlighted(hit.snippet, hit.highlights));
+    item.append(section);
+  }
+  if (first.tags.length) item.append(el("div", "tags", "tags: " + first.tags.join(", ")));
   return item;
+}
+
+async function showRelated(path) {
+  const aside = $("related");
+  aside.hidden = true;
+  try {
+    const r = await api("/api/related", [["path", path]]);
+    if (!openDoc || openDoc.path !== r.path) return; // another document was opened meanwhile
+    $("related-list").replaceChildren(...r.hits.map((h) => {
+      const item = el("li");
+      const link = el("a", "", h.title || h.path);
+      link.href = "#doc=" + encodeURIComponent(h.path);
+      item.append(link, el("div", "why", h.why.join(" · ")));
+      return item;
+    }));
+    $("backlinks").textContent = r.backlinks.length ? "Linked from: " + r.backlinks.join(", ") : "";
+    aside.hidden = r.hits.length === 0;
+  } catch (error) {
+    aside.hidden = true; // related documents are an addition: the document itself is shown
+  }
 }
 
 // ``initial``: the page was opened with a query (and maybe a document) in its address; keep both.
@@ -150,8 +187,9 @@ async function search(event, initial) {
   say("Searching…");
   try {
     const r = await api("/api/search", params);
-    results.replaceChildren(...r.hits.map(renderHit));
-    const parts = r.hits.length ? [plural(r.hits.length, "result")] : []; // an empty result says so below
+    const groups = groupByDocument(r.hits);
+    results.replaceChildren(...groups.map(renderGroup));
+    const parts = r.hits.length ? [`${plural(r.hits.length, "result")} in ${plural(groups.length, "document")}`] : []; // an empty result says so below
     if (r.legs.semantic === "off") parts.push("matched by words only");
     if (r.low_confidence && r.hits.length) parts.push("weak matches: the knowledge base may not cover this");
     const codes = r.note_codes || [];
@@ -182,6 +220,7 @@ async function showDocument(path, more) {
     else text.textContent = d.text;
     $("document-path").textContent = d.path;
     openDoc = { path: d.path, next: d.next_offset };
+    if (!more) showRelated(d.path);
     $("more").hidden = !d.truncated;
     $("document").hidden = false;
     $("results").hidden = true;
