@@ -273,3 +273,17 @@ def test_a_held_advisory_lock_names_its_holder(kb_root: Path) -> None:
     assert f"pg_terminate_backend({backend})" in held.fix
     lock = checks(result)["writer lock"]
     assert lock["status"] == "warn" and holder_name in lock["detail"]
+
+
+def test_the_lock_a_writer_holds_for_its_whole_pass_is_reported(kb_root: Path) -> None:
+    from kbseek.store.postgres_lock import PassLock
+
+    name = postgres_server.kb_name("passlock")
+    schema = f"kbseek_{name}"
+    holder_name = f"kbseek pid 4343 on {socket.gethostname()}"[:63]
+    lock = PassLock(postgres_server.url(), schema, application=holder_name, location="the test database")
+    with connect() as conn:
+        with lock.hold():  # between two documents of a pass: no transaction open, the session lock held
+            held = check_advisory_lock(conn, schema)
+        assert check_advisory_lock(conn, schema).status == "ok"
+    assert held.status == "warn" and holder_name in held.detail

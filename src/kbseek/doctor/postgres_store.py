@@ -28,6 +28,7 @@ from psycopg.rows import TupleRow
 from kbseek.doctor.result import CheckResult, guarded
 from kbseek.doctor.system import human_bytes
 from kbseek.errors import ConfigError
+from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
     SCHEMA_VERSION,
@@ -318,7 +319,8 @@ def check_schema(
 
 
 def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
-    """Who holds the knowledge base's advisory lock now: its writer takes it for each transaction.
+    """Who holds the knowledge base's writer locks now: a writer holds one for its whole pass (a
+    session lock, ``store.postgres_lock``) and another for each transaction.
 
     ``pg_locks`` shows a two-number advisory key as ``classid``/``objid`` with ``objsubid`` 2; the
     holder is named as its connection named itself (``kbseek pid N on HOST``), which
@@ -327,10 +329,11 @@ def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
     rows = conn.execute(
         "SELECT l.granted, l.pid, a.application_name, a.usename, extract(epoch FROM now() - a.xact_start)"
         " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
-        " WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = %s::oid AND l.objid = %s::oid"
+        " WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = %s::oid"
+        " AND l.objid = ANY(%s::oid[])"
         " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         " ORDER BY l.granted DESC, l.pid",
-        (LOCK_CLASS, lock_key(schema)),
+        (LOCK_CLASS, [lock_key(schema), lock_key(schema + PASS_KEY_SUFFIX)]),
     ).fetchall()
     holders = [r for r in rows if r[0]]
     waiting = len(rows) - len(holders)
@@ -346,8 +349,8 @@ def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
         "writer lock", "warn",
         f"{held}: an indexing pass is writing {schema}, and another writer waits for it, then stops",
         "wait for that pass to finish; if it never does, stop that process, or end its transaction with "
-        f"SELECT pg_terminate_backend({pid}) (the lock ends with the transaction, so none is ever left "
-        "behind)",
+        f"SELECT pg_terminate_backend({pid}) (the locks end with the writer's session, so none is ever "
+        "left behind)",
     )  # fmt: skip
 
 
