@@ -26,7 +26,7 @@ class IndexSummary(BaseModel):
 
 class Legs(BaseModel):
     lexical: str = Field(description="'ok' or 'no_terms'.")
-    semantic: str = Field(description="'ok', 'partial', 'loading', 'off' or 'unavailable'.")
+    semantic: str  # the states index_status describes
 
 
 class Explanation(BaseModel):
@@ -86,8 +86,7 @@ class SearchResponse(BaseModel):
     """What was clamped or cut, and why a result is empty."""
     note_codes: list[str] = Field(
         default_factory=list,
-        description="One per note, in order: clamped, terms_dropped, absent_names, try_other_language, "
-        "more_hits, semantic_loading, semantic_partial, semantic_unavailable, empty, cut_to_fit.",
+        description="A code per note, in order (the README lists them).",
     )
     index: IndexSummary
 
@@ -179,7 +178,7 @@ class IndexProgress(BaseModel):
     unit: str = Field(description="'files' or 'chunks'.")
     rate: float | None
     """Items per second in this phase so far."""
-    eta: float | None = Field(description="Seconds left at that rate.")
+    eta: float | None = Field(description="Seconds left.")
 
 
 class StatusResponse(BaseModel):
