@@ -19,6 +19,7 @@ import click
 
 from kbseek import IndexReport, KnowledgeBase, __version__, render
 from kbseek.cli_errors import KbseekGroup, note_verbosity
+from kbseek.cli_library import Library, several_or_one
 from kbseek.config import find_config
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
@@ -37,8 +38,8 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The options every command shares: which knowledge base, which config, where the index lives."""
 
     @click.option(
-        "--kb", "kb", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_KB",
-        help="Knowledge-base folder (default: `kb` in kbseek.toml).",
+        "--kb", "kb", type=click.Path(file_okay=False), envvar="KBSEEK_KB", multiple=True,
+        help="Knowledge-base folder (default: `kb` in kbseek.toml); serve takes several, each PATH or NAME=PATH.",
     )  # fmt: skip
     @click.option(
         "--config", "config", type=click.Path(path_type=Path, dir_okay=False), envvar="KBSEEK_CONFIG",
@@ -61,13 +62,14 @@ def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )
     @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
     @functools.wraps(fn)
+    @several_or_one(fn, _configure_logging)
     def wrapper(
-        kb: Path | None, config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
+        kb: tuple[str, ...], config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
         lexical_only: bool, verbose: int, **kwargs: Any,
     ) -> Any:  # fmt: skip
         _configure_logging(verbose)
         knowledge_base = KnowledgeBase(
-            kb, config=config or find_config(Path.cwd()), index_dir=index_dir,
+            Path(kb[0]) if kb else None, config=config or find_config(Path.cwd()), index_dir=index_dir,
             semantic=False if lexical_only else None, read_only=fn in _READS_ONLY or kwargs.get("read_only", False),
             store=store, kb_name=kb_name,
         )  # fmt: skip
@@ -319,7 +321,7 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
 def serve(
     kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
-    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, library: Library | None = None,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
@@ -344,14 +346,14 @@ def serve(
         kbseek serve --kb ~/docs --store postgresql://kb@db/kbseek --kb-name docs
         kbseek serve --http --read-only --store postgresql://kb@db/kbseek --kb-name docs
     """
-    from kbseek.server.mcp import build_server
+    from kbseek.server.library_tools import build_server
 
     if not no_watch or read_only:  # a read-only server follows the writer's passes instead of files
-        kb.start_watching()
+        (library or kb).start_watching()
     if not http:
         from kbseek.server.stdio import run_stdio
 
-        run_stdio(build_server(kb, background=True))  # every malformed line answered, never dropped
+        run_stdio(build_server(kb, background=True, library=library))  # every malformed line answered
         return
     import os
 
@@ -371,13 +373,13 @@ def serve(
                 f"--token-env {token_env}: that environment variable is empty or unset"
             )
     hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
-    kb.start_background()
+    (library or kb).start_background()
     origins = (*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins)
     policy = HttpPolicy(
         port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
         max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
     )  # fmt: skip
-    app = build_http_app(build_server(kb), policy, build_web_app(kb))
+    app = build_http_app(build_server(kb, library=library), policy, build_web_app(kb))
     click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
     serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
 

@@ -237,6 +237,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
                     f"known keys: {', '.join(sorted(_TABLES[key]))}"
                 )
             out[key] = dict(value)
+        elif key == "kb" and isinstance(value, list):
+            out["collections"] = value  # [[kb]] tables: several collections (kbseek.library reads them)
         elif key in _TOP_LEVEL:
             out[key] = value
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import BaseModel, Field, WithJsonSchema, computed_field
+from pydantic.json_schema import SkipJsonSchema
 
 
 class IndexSummary(BaseModel):
@@ -63,6 +64,10 @@ class SearchHit(BaseModel):
     explain: Annotated[Explanation | None, WithJsonSchema({"type": ["object", "null"]})] = None
     """Each leg's rank and score, with ``explain=true``. Its schema says only "an object": its
     fields are diagnostics, spelled out in the text, and not worth their room in every tool list."""
+    kb: SkipJsonSchema[str | None] = None
+    """The collection the hit is from, when the server holds several (``kbseek.library``). Out of
+    the schema: a one-KB server never sends it, and its tool list stays as it was; the several
+    collections' ``search`` declares it (``server/library_tools.py``)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -26,14 +26,33 @@ class ResourceRef:
     kind: str  # "doc" | "topic"
     path: str
     """Root-relative POSIX path (a document) or a topic prefix ending in ``/`` (``""`` for the root)."""
+    kb: str | None = None
+    """The collection, in a server holding several (``kb://NAME/doc/…``); ``None`` in a one-KB URI."""
 
 
-def document_uri(path: str) -> str:
-    return DOC_PREFIX + quote(path, safe="/")
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A collection's name: what a ``kb://NAME/…`` URI, a ``--kb NAME=PATH`` and a ``[[kb]]`` table carry."""
 
 
-def topic_uri(prefix: str) -> str:
-    return TOPIC_PREFIX + quote(prefix, safe="/")
+def document_uri(path: str, kb: str | None = None) -> str:
+    """``kb://doc/<path>``, or ``kb://<kb>/doc/<path>`` in a server holding several collections."""
+    return (DOC_PREFIX if kb is None else f"kb://{kb}/doc/") + quote(path, safe="/")
+
+
+def topic_uri(prefix: str, kb: str | None = None) -> str:
+    return (TOPIC_PREFIX if kb is None else f"kb://{kb}/topic/") + quote(prefix, safe="/")
+
+
+def parse_collection_uri(uri: str) -> ResourceRef:
+    """Decode ``kb://NAME/doc/…`` or ``kb://NAME/topic/…``: the collection, then the one-KB rules."""
+    rest = uri.removeprefix("kb://") if uri.startswith("kb://") else None
+    name, slash, tail = (rest or "").partition("/")
+    if rest is None or not slash or not COLLECTION_NAME.fullmatch(name):
+        raise BadResourceUri(
+            f"{uri!r} is not a kbseek resource: use kb://<collection>/doc/<path> or kb://<collection>/topic/<prefix>"
+        )
+    ref = parse_uri("kb://" + tail)
+    return ResourceRef(ref.kind, ref.path, kb=name)
 
 
 def parse_uri(uri: str) -> ResourceRef:

@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("facade", (
         "kbseek", "kbseek.kb", "kbseek.runner", "kbseek.semantic",
         "kbseek.retrieval", "kbseek.related", "kbseek.catalog", "kbseek.shaping", "kbseek.fitting", "kbseek.paths",
-        "kbseek.live_config", "kbseek.following", "kbseek.status",
+        "kbseek.live_config", "kbseek.following", "kbseek.status", "kbseek.library",
         "kbseek.responses",
     )),
     ("surfaces", (

@@ -75,8 +75,9 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 specification), so they are not sent: every character of the tool list costs the agent's context."""
 
 
-_HIT_OPTIONAL = ("highlights", "tags", "uri", "explain")
-"""A hit's fields that are left out when empty or null: absent means none, as their defaults say."""
+_HIT_OPTIONAL = ("highlights", "tags", "uri", "explain", "kb")
+"""A hit's fields that are left out when empty or null: absent means none, as their defaults say
+(``kb`` is there only in a server holding several collections)."""
 
 
 def _structured(model: BaseModel) -> dict[str, Any]:

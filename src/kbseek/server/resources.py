@@ -19,10 +19,11 @@ from pydantic import AnyUrl
 
 from kbseek import IndexReport, KnowledgeBase
 from kbseek.errors import TopicNotFound
+from kbseek.library import Library
 from kbseek.server.errors import translate
 from kbseek.server.notify import ListChangedNotifier, declare_list_changed
 from kbseek.server.slots import in_slot
-from kbseek.uris import DOC_PREFIX, parse_uri, topic_uri
+from kbseek.uris import DOC_PREFIX, parse_collection_uri, parse_uri, topic_uri
 
 DOC_TEMPLATE = DOC_PREFIX + "{+path}"
 
@@ -32,6 +33,8 @@ class KbServer(MCPServer[Any]):
 
     def __init__(self, kb: KnowledgeBase, **kwargs: Any) -> None:
         self.kb = kb
+        self.library: Library | None = None
+        """Several collections (set by ``build_server``): URIs then carry the collection's name."""
         super().__init__(**kwargs)
         self.notifier = ListChangedNotifier(self._subscriptions)
         self._lowlevel_server.middleware.append(self.notifier)
@@ -43,12 +46,18 @@ class KbServer(MCPServer[Any]):
             self.notifier.broadcast_from_thread()
 
     async def list_resources(self) -> list[MCPResource]:
-        groups = await in_slot(self.kb.topic_groups)
+        if self.library is None:
+            return self._topics(None, await in_slot(self.kb.topic_groups))
+        return [r for name, kb in self.library for r in self._topics(name, await in_slot(kb.topic_groups))]
+
+    @staticmethod
+    def _topics(kb: str | None, groups: list[tuple[str, int]]) -> list[MCPResource]:
+        where = f"{kb}: " if kb is not None else ""
         return [
             MCPResource(
-                uri=topic_uri(prefix),
-                name=f"topic {prefix or '(root)'}",
-                title=prefix.rstrip("/") or "Knowledge base root",
+                uri=topic_uri(prefix, kb),
+                name=f"{where}topic {prefix or '(root)'}",
+                title=where + (prefix.rstrip("/") or "Knowledge base root"),
                 description=f"{count} document{'s' if count != 1 else ''}",
                 mime_type="text/markdown",
             )
@@ -58,7 +67,7 @@ class KbServer(MCPServer[Any]):
     async def list_resource_templates(self) -> list[MCPResourceTemplate]:
         return [
             MCPResourceTemplate(
-                uri_template=DOC_TEMPLATE,
+                uri_template=DOC_TEMPLATE if self.library is None else "kb://{kb}/doc/{+path}",
                 name="document",
                 title="Knowledge-base document",
                 description=(
@@ -80,11 +89,12 @@ class KbServer(MCPServer[Any]):
             raise MCPError(code=answer.jsonrpc, message=text, data={"uri": uri}) from exc
 
     def _contents(self, uri: str) -> list[ReadResourceContents]:
-        ref = parse_uri(uri)
+        ref = parse_uri(uri) if self.library is None else parse_collection_uri(uri)
+        kb = self.kb if ref.kb is None or self.library is None else self.library[ref.kb]
         if ref.kind == "topic":
-            body = self.kb.topic_body(ref.path)
+            body = kb.topic_body(ref.path)
             if body is None:
                 raise TopicNotFound(f"no topic {uri!r}: resources/list shows the topics there are")
             return [ReadResourceContents(content=body, mime_type="text/markdown")]
-        doc = self.kb.read_resource_document(ref.path)
+        doc = kb.read_resource_document(ref.path)
         return [ReadResourceContents(content=doc.text, mime_type=doc.media_type)]
