@@ -178,7 +178,8 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     page.fill("#q", "backups")
     page.press("#q", "Enter")
     page.wait_for_selector(".hit")
-    paths = page.eval_on_selector_all(".hit .where", "els => els.map(e => e.textContent)")
+    # a result is a document, its path right under the title; its sections list their lines below
+    paths = page.eval_on_selector_all(".hit > .where", "els => els.map(e => e.textContent)")
     assert paths and all(p.startswith("runbooks/") for p in paths)
     page.select_option("#prefix", "")
 

@@ -31,7 +31,7 @@ function noteForPeople(code, note, r, filtered) {
     case "clamped":
       return null; // the page's own request was adjusted to the server's caps: nothing for a person to do
     case "absent_names":
-      return note.replace(/^no note in the knowledge base mentions (.*): the hits .*$/s,
+      return note.replace(/^no note (?:in the knowledge base )?mentions (.*): the hits .*$/s,
         "No note mentions $1, so these results may not answer the question.");
     case "try_other_language":
       return "These results are weak matches. If the answer may be written in the other language, " +
