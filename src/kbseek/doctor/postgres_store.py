@@ -25,7 +25,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
-from kbseek.doctor.result import CheckResult, guarded
+from kbseek.doctor.result import CheckResult, guarded, index_verdict
 from kbseek.doctor.system import human_bytes
 from kbseek.errors import ConfigError
 from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
@@ -294,28 +294,11 @@ def check_schema(
     if facts.last_pass_at is not None:
         with contextlib.suppress(ValueError, OverflowError, OSError):  # a time no calendar holds
             summary += f", last indexed {datetime.fromtimestamp(facts.last_pass_at, UTC):%Y-%m-%d %H:%M UTC}"
-    recorded = facts.embedding.model if facts.embedding is not None else None
-    if recorded:
-        summary += f", vectors from {recorded}"
-    if model_id is not None and recorded and recorded != model_id:
-        return CheckResult(
-            "index", "fail",
-            f"{summary}; but the configured model is {model_id}, so semantic search is off until they match",
-            f"{command.run(' --reembed')} to embed every chunk with the configured model, or set [embed] "
-            "back to the model the index was built with (every server sharing this index uses one model)",
-        )  # fmt: skip
-    if model_id is not None and not embedded and chunks:
-        return CheckResult(
-            "index", "warn",
-            f"{summary}; no vectors yet (indexed with --lexical-only?), so only keyword search works",
-            f"{command.run()} to embed the chunks",
-        )  # fmt: skip
-    if documents == 0:
-        return CheckResult(
-            "index", "warn", f"{summary}: nothing is indexed",
-            "check that --kb names the folder with your notes; `kbseek status` lists skipped files and why",
-        )  # fmt: skip
-    return CheckResult("index", "ok", summary)
+    return index_verdict(
+        summary, recorded=facts.embedding.model if facts.embedding is not None else None,
+        model_id=model_id, vectorless=not embedded and chunks > 0, documents=documents, run=command.run,
+        one_model=" (every server sharing this index uses one model)",
+    )  # fmt: skip
 
 
 def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:

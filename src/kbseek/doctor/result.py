@@ -63,3 +63,42 @@ def broken(name: str, exc: Exception) -> CheckResult:
         name, "fail", f"the check itself failed: {type(exc).__name__}: {exc}",
         "run kbseek doctor -vv and report this with its output",
     )  # fmt: skip
+
+
+def index_verdict(
+    summary: str,
+    *,
+    recorded: str | None,
+    model_id: str | None,
+    vectorless: bool,
+    documents: int,
+    run: Callable[[str], str],
+    one_model: str = "",
+) -> CheckResult:
+    """The ``index`` check's verdict once its facts are read, for either store: another model's
+    vectors fail (semantic search is off), no vectors yet or nothing indexed warn, else ok.
+
+    ``run(extra)`` words the index command to suggest ("run `kbseek index …`"); ``one_model`` adds
+    why the model must match (a shared index has one).
+    """
+    if recorded:
+        summary += f", vectors from {recorded}"
+    if model_id is not None and recorded and recorded != model_id:
+        return CheckResult(
+            "index", "fail",
+            f"{summary}; but the configured model is {model_id}, so semantic search is off until they match",
+            f"{run(' --reembed')} to embed every chunk with the configured model, or set [embed] back to "
+            f"the model the index was built with{one_model}",
+        )  # fmt: skip
+    if model_id is not None and vectorless:
+        return CheckResult(
+            "index", "warn",
+            f"{summary}; no vectors yet (indexed with --lexical-only?), so only keyword search works",
+            f"{run('')} to embed the chunks",
+        )  # fmt: skip
+    if documents == 0:
+        return CheckResult(
+            "index", "warn", f"{summary}: nothing is indexed",
+            "check that --kb names the folder with your notes; `kbseek status` lists skipped files and why",
+        )  # fmt: skip
+    return CheckResult("index", "ok", summary)

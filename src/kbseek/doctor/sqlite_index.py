@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbseek.config import Settings
-from kbseek.doctor.result import CheckResult
+from kbseek.doctor.result import CheckResult, index_verdict
 from kbseek.doctor.system import existing_ancestor
 from kbseek.errors import IndexIncompatible
 from kbseek.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
@@ -79,27 +79,10 @@ def check_index(settings: Settings, model_id: str | None, index_command: str) ->
         except ValueError:
             pass
     recorded = facts.meta.embedding.model if facts.meta.embedding is not None else None
-    if recorded:
-        summary += f", vectors from {recorded}"
-    if model_id is not None and recorded and recorded != model_id:
-        return CheckResult(
-            "index", "fail",
-            f"{summary}; but the configured model is {model_id}, so semantic search is off until they match",
-            f"run `{index_command} --reembed` to embed every chunk with the configured model, "
-            "or set [embed] back to the model the index was built with",
-        )  # fmt: skip
-    if model_id is not None and not recorded and chunks:
-        return CheckResult(
-            "index", "warn",
-            f"{summary}; no vectors yet (indexed with --lexical-only?), so only keyword search works",
-            f"run `{index_command}` to embed the chunks",
-        )  # fmt: skip
-    if documents == 0:
-        return CheckResult(
-            "index", "warn", f"{summary}: nothing is indexed",
-            "check that --kb names the folder with your notes; `kbseek status` lists skipped files and why",
-        )  # fmt: skip
-    return CheckResult("index", "ok", summary)
+    return index_verdict(
+        summary, recorded=recorded, model_id=model_id, vectorless=not recorded and chunks > 0,
+        documents=documents, run=lambda extra: f"run `{index_command}{extra}`",
+    )  # fmt: skip
 
 
 def check_permissions(index_dir: Path, index_command: str) -> CheckResult:
