@@ -28,13 +28,8 @@ words shown and indexed are the extracted ones.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -177,49 +172,3 @@ class ConvertedParser:
 
 
 # ------------------------------------------------------------- isolation
-
-
-def run_child(command: list[str], raw: bytes, time_limit_s: float, what: str) -> dict[str, Any]:
-    """Run an extraction child on ``raw`` and return its JSON answer; the child is gone when this returns.
-
-    The pattern of the PDF parser: a hostile file can make a library loop or
-    allocate without end, so it runs in a process that is killed after a
-    wall-clock limit and caps its own CPU time and address space.
-    """
-    try:
-        process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except OSError as exc:
-        raise ValueError(f"cannot start {what} text extraction: {exc}") from None
-    with process:
-        try:
-            out, err = process.communicate(raw, timeout=time_limit_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise ValueError(f"{what} text extraction took longer than {time_limit_s:g} s") from None
-        except BaseException:
-            process.kill()
-            raise
-    try:
-        answer = json.loads(out.decode("ascii"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        answer = None
-    if isinstance(answer, dict):
-        return answer
-    xcpu = getattr(signal, "SIGXCPU", None)
-    if xcpu is not None and process.returncode == -xcpu:
-        raise ValueError(f"{what} text extraction took longer than {time_limit_s:g} s")
-    if process.returncode in (-getattr(signal, "SIGABRT", 6), -getattr(signal, "SIGKILL", 9)):
-        raise ValueError(f"{what} text extraction ran out of its memory limit (damaged or hostile file?)")
-    last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
-    detail = f": {last[0][:200]}" if last else ""
-    raise ValueError(f"{what} text extraction failed (exit status {process.returncode}){detail}")
-
-
-def child_argv(script: Path, *args: object) -> list[str]:
-    """``python -P script args…``: ``-P`` keeps this folder (``markdown.py`` shadows a package) off its path."""
-    if not sys.executable:
-        raise ValueError("cannot start text extraction: the Python interpreter path is unknown")
-    return [sys.executable, "-P", str(script), *(str(a) for a in args)]

@@ -31,7 +31,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbseek.ingest.parsers.converted import ConvertedParser, child_argv, render, run_child
+from kbseek.ingest.parsers.child_process import child_argv, run_child
+from kbseek.ingest.parsers.converted import ConvertedParser, render
 
 TIME_LIMIT_S = 30.0
 """Wall-clock seconds one file may take, child start-up included."""

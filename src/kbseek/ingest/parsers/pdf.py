@@ -35,17 +35,15 @@ in the child, so kbseek starts and indexes Markdown without it.
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import re
-import signal
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kbseek.ingest.chunker import ChunkOptions, LineIndex, build_chunks, chunk_id_for, content_hash_for
+from kbseek.ingest.parsers.child_process import run_child
 from kbseek.ingest.parsers.text import paragraph_blocks, title_from_path
 from kbseek.models import Chunk, ParsedDocument
 
@@ -183,35 +181,7 @@ class PdfParser:
 
     def _extract(self, raw: bytes) -> dict[str, Any]:
         """Run the child on ``raw`` and return its answer; the child is always gone when this returns."""
-        command = self.child_command(len(raw))
-        try:
-            process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-        except OSError as exc:
-            raise ValueError(f"cannot start PDF text extraction: {exc}") from None
-        with process:
-            try:
-                out, err = process.communicate(raw, timeout=self.time_limit_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()  # reap it and close the pipes
-                raise ValueError(f"PDF text extraction took longer than {self.time_limit_s:g} s") from None
-            except BaseException:
-                process.kill()  # an interrupt in kbseek must not leave the child behind
-                raise
-        try:
-            answer = json.loads(out.decode("ascii"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            answer = None
-        if isinstance(answer, dict):
-            return answer
-        xcpu = getattr(signal, "SIGXCPU", None)  # the child's own CPU backstop (POSIX only)
-        if xcpu is not None and process.returncode == -xcpu:
-            raise ValueError(f"PDF text extraction took longer than {self.time_limit_s:g} s")
-        last = err.decode("utf-8", "replace").strip().splitlines()[-1:]
-        detail = f": {last[0][:200]}" if last else ""
-        raise ValueError(f"PDF text extraction failed (exit status {process.returncode}){detail}")
+        return run_child(self.child_command(len(raw)), raw, self.time_limit_s, "PDF")
 
     # -------------------------------------------------------------- parse
 
