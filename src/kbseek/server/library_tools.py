@@ -103,19 +103,14 @@ def register_library_tools(server: MCPServer[Any], library: Library) -> None:
     )
     @slotted
     def search(
-        query: Annotated[str, Field(description="A question or keywords, any language.")],
+        query: tools.QueryArg,
         kb: Annotated[str | list[str] | None, KB_ARG] = None,
         limit: int | None = None,
-        path_prefix: Annotated[str | None, Field(description="Only under this folder.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only documents with all these tags.")] = None,
+        path_prefix: tools.PathPrefixArg = None,
+        tags: tools.TagsArg = None,
         snippet_chars: int | None = None,
-        explain: Annotated[bool, Field(description="Add scores and per-leg ranks.")] = False,
-        also: Annotated[
-            list[str] | None,
-            Field(
-                description="Up to 3 other phrasings: the other language, keywords, a hypothetical answer."
-            ),
-        ] = None,
+        explain: tools.ExplainArg = False,
+        also: tools.AlsoArg = None,
     ) -> Annotated[CallToolResult, CollectionSearch]:
         with tools._tool_errors("search"):
             if not query.strip():

@@ -70,6 +70,20 @@ ERROR_CHARS = 2000
 SDK_PREFIX_CHARS = 100
 """Room for the SDK's ``Error executing tool <name>: `` before a tool's own (already bounded) error."""
 
+QueryArg = Annotated[str, Field(description="A question or keywords, any language.")]
+PathPrefixArg = Annotated[str | None, Field(description="Only under this folder.")]
+TagsArg = Annotated[list[str] | None, Field(description="Only documents with all these tags.")]
+ExplainArg = Annotated[bool, Field(description="Add scores and per-leg ranks.")]
+AlsoArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Up to 3 more phrasings: the other language (English/Japanese), keywords, a "
+        "one-sentence hypothetical answer. Send them when the query alone may miss."
+    ),
+]
+"""The search tool's arguments as an agent reads them, one wording for the server of one knowledge
+base and the server of several (``server.library_tools``)."""
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 """The destructive and idempotent hints mean something only for a tool that is not read-only (MCP
 specification), so they are not sent: every character of the tool list costs the agent's context."""
@@ -310,19 +324,13 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
     )
     @slotted
     def search(
-        query: Annotated[str, Field(description="A question or keywords, any language.")],
+        query: QueryArg,
         limit: int | None = None,
-        path_prefix: Annotated[str | None, Field(description="Only under this folder.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only documents with all these tags.")] = None,
+        path_prefix: PathPrefixArg = None,
+        tags: TagsArg = None,
         snippet_chars: int | None = None,
-        explain: Annotated[bool, Field(description="Add scores and per-leg ranks.")] = False,
-        also: Annotated[
-            list[str] | None,
-            Field(
-                description="Up to 3 more phrasings: the other language (English/Japanese), keywords, a "
-                "one-sentence hypothetical answer. Send them when the query alone may miss."
-            ),
-        ] = None,
+        explain: ExplainArg = False,
+        also: AlsoArg = None,
     ) -> Annotated[CallToolResult, SearchResponse]:
         with _tool_errors("search"):
             if not query.strip():
