@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kbseek.models import Chunk
+from kbseek.documents import Chunk
 from kbseek.search.ann import ApproximateIndex, HnswParams
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import CANDIDATES_PER_LEG

@@ -36,9 +36,9 @@ from typing import Any
 import yaml
 
 from kbseek import KnowledgeBase
+from kbseek.cli.eval import GoldenQuery, QueryResult, load_golden, run_eval
 from kbseek.config import Settings
 from kbseek.embed.base import PROVIDERS, EmbedderSpec
-from kbseek.eval import GoldenQuery, QueryResult, load_golden, run_eval
 from kbseek.text.lexicon import lexicon
 
 HERE = Path(__file__).resolve().parent

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 
 from kbseek import KnowledgeBase
+from kbseek.cli.eval import load_golden, run_eval, summarize
 from kbseek.config import Settings
-from kbseek.eval import load_golden, run_eval, summarize
 
 HERE = Path(__file__).resolve().parent
 KINDS = ["paraphrase", "japanese", "cross-lingual-ja-en", "cross-lingual-en-ja", "multi-answer", "keyword"]

@@ -25,8 +25,8 @@ from typing import Any
 from devset import Scored as DevScored
 from devset import _copy_tree, assemble, metrics, questions, split_of
 from kbseek import KnowledgeBase
+from kbseek.cli.eval import run_eval
 from kbseek.config import Settings
-from kbseek.eval import run_eval
 from kbseek.library import Library, merge_searches
 from kbseek.responses import SearchResponse
 

@@ -27,7 +27,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Limits, Settings
 from kbseek.embed.base import EmbedderSpec
 from kbseek.embed.chunk_vectors import passage_input
-from kbseek.retrieval import Retrieval
+from kbseek.facade.retrieval import Retrieval
 from kbseek.search.fts_query import compile_query
 from kbseek.search.pipeline import DenseLeg, SearchRequest
 

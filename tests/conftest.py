@@ -134,7 +134,7 @@ def fake_model(monkeypatch: pytest.MonkeyPatch) -> list[FakeEmbedder]:
         return made[-1]
 
     monkeypatch.setattr("kbseek.kb.make_embedder", make_fake)
-    monkeypatch.setattr("kbseek.doctor.configuration.make_embedder", make_fake)
+    monkeypatch.setattr("kbseek.cli.doctor.configuration.make_embedder", make_fake)
     return made
 
 

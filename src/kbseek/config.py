@@ -17,10 +17,12 @@ from typing import Any
 
 from kbseek.embed.base import EmbedderSpec
 from kbseek.errors import ConfigError
-from kbseek.filenames import CONFIG_FILENAME as CONFIG_FILENAME  # re-exported: callers know them from here
-from kbseek.filenames import IGNORE_FILENAME as IGNORE_FILENAME
-from kbseek.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.filenames import (
+    CONFIG_FILENAME as CONFIG_FILENAME,  # re-exported: callers know them from here
+)
+from kbseek.ingest.filenames import IGNORE_FILENAME as IGNORE_FILENAME
+from kbseek.ingest.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
 from kbseek.store.opening import is_database_url
 

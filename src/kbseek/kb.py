@@ -11,17 +11,20 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from kbseek import shaping
-from kbseek.catalog import Catalog, ResourceText
 from kbseek.config import Limits, Settings
 from kbseek.embed.base import Embedder
 from kbseek.embed.factory import make_embedder
+from kbseek.facade import shaping
+from kbseek.facade.catalog import Catalog, ResourceText
+from kbseek.facade.live_config import LiveConfig, PathArg
+from kbseek.facade.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
+from kbseek.facade.related import Related
+from kbseek.facade.retrieval import Retrieval
+from kbseek.facade.runner import IndexListener, IndexRunner
+from kbseek.facade.semantic import SemanticLeg
 from kbseek.ingest.copying import CopyReport
 from kbseek.ingest.indexer import IndexReport
-from kbseek.live_config import LiveConfig, PathArg
-from kbseek.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.progress import ProgressListener
-from kbseek.related import Related
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
@@ -32,9 +35,6 @@ from kbseek.responses import (
     StatusResponse,
     TopicsResponse,
 )
-from kbseek.retrieval import Retrieval
-from kbseek.runner import IndexListener, IndexRunner
-from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
 
 
@@ -58,7 +58,7 @@ class KnowledgeBase:
     for the bundled model); if it cannot load, both keep working by keywords and ``status()`` says
     why. A server calls ``start_background()`` instead, so its handshake never waits for a model.
 
-    Thread-safe: any thread may call any method; passes run one at a time (``kbseek.runner``).
+    Thread-safe: any thread may call any method; passes run one at a time (``kbseek.facade.runner``).
     """
 
     def __init__(
@@ -256,7 +256,7 @@ class KnowledgeBase:
         links: bool = True,
     ) -> RelatedResponse:  # fmt: skip
         """Documents related to ``path`` or ``chunk_id`` by links and by vectors, each saying why
-        (``kbseek.related``); ``links=False``: by vectors alone."""
+        (``kbseek.facade.related``); ``links=False``: by vectors alone."""
         self._semantic.ensure_loaded()
         self._runner.refresh()
         return self._related.related(path=path, chunk_id=chunk_id, limit=limit, links=links)

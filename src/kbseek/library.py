@@ -21,10 +21,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbseek import shaping
 from kbseek.config import build_settings, load_config_file
 from kbseek.embed.base import Embedder
 from kbseek.errors import ConfigError, InvalidArgument
+from kbseek.facade import shaping
 from kbseek.kb import KnowledgeBase
 from kbseek.responses import (
     FetchResponse,

@@ -24,7 +24,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 
-from kbseek.models import HEADING_SEPARATOR
+from kbseek.documents import HEADING_SEPARATOR
 from kbseek.progress import describe
 from kbseek.responses import (
     DocumentResponse,
@@ -35,7 +35,7 @@ from kbseek.responses import (
     StatusResponse,
     TopicsResponse,
 )
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 # -- untrusted text ------------------------------------------------------------------------------------
 

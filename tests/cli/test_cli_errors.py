@@ -49,7 +49,7 @@ def test_a_bug_in_a_command_without_v_does_not_suggest_it(
     def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError(SECRET)
 
-    monkeypatch.setattr("kbseek.cli_service.installed_units", broken)
+    monkeypatch.setattr("kbseek.cli.service.installed_units", broken)
     result = invoke("service", "status", "--manager", "systemd", "--unit-dir", str(tmp_path))
     assert result.exit_code == 70 and "this is a bug in kbseek" in result.stderr
     assert "-v" not in result.stderr

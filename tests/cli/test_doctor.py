@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kbseek.cli import cli
+from kbseek.cli.doctor import DoctorOptions, system
+from kbseek.cli.doctor.configuration import check_config
+from kbseek.cli.doctor.sqlite_index import check_index, check_writer_lock
+from kbseek.cli.doctor.system import check_disk, check_python, check_watcher, count_folders
 from kbseek.config import Settings
-from kbseek.doctor import DoctorOptions, system
-from kbseek.doctor.configuration import check_config
-from kbseek.doctor.sqlite_index import check_index, check_writer_lock
-from kbseek.doctor.system import check_disk, check_python, check_watcher, count_folders
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION
 from tests.fakes import FakeEmbedder

@@ -19,7 +19,7 @@ from tests.fakes import FakeEmbedder
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from kbseek.doctor.postgres_store import (  # noqa: E402
+from kbseek.cli.doctor.postgres_store import (  # noqa: E402
     IndexCommand,
     check_advisory_lock,
     check_database,

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kbseek.cli import cli
-from kbseek.service import (
+from kbseek.cli.units import (
     ServiceError,
     ServiceSpec,
     default_name,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbseek.errors import LinkRefused, PathOutsideRoot
-from kbseek.guard import load_document
+from kbseek.ingest.guard import load_document
 from kbseek.ingest.parsers import Registry
 from tests.conftest import make_core
 

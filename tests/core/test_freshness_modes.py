@@ -59,7 +59,7 @@ class StubWatcher:
 
 def stub_watcher(monkeypatch: pytest.MonkeyPatch, state: str) -> None:
     stub = type("StubWatcher", (StubWatcher,), {"state_on_start": state})
-    monkeypatch.setattr("kbseek.runner.Watcher", stub)
+    monkeypatch.setattr("kbseek.facade.runner.Watcher", stub)
 
 
 @pytest.fixture

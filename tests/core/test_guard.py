@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kbseek.guard
+import kbseek.ingest.guard
 from kbseek.errors import (
     DocumentNotFound,
     DocumentRefused,
@@ -22,7 +22,7 @@ from kbseek.errors import (
     PathOutsideRoot,
     UnsupportedExtension,
 )
-from kbseek.guard import load_document, read_regular_file, relative_path
+from kbseek.ingest.guard import load_document, read_regular_file, relative_path
 from kbseek.ingest.parsers import Registry
 from kbseek.uris import document_uri, parse_uri
 
@@ -177,7 +177,7 @@ def test_no_generated_path_escapes_the_root(linked: Path, parts: list[str], lead
     descriptor walk and by the path fallback alike, and what is read is inside the root."""
     path = lead + "/".join(parts)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kbseek.guard, "_WALK", walk and kbseek.guard._WALK)
+        mp.setattr(kbseek.ingest.guard, "_WALK", walk and kbseek.ingest.guard._WALK)
         try:
             doc = load(linked, path)
         except DocumentRefused:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.models import SectionStart
+from kbseek.documents import SectionStart
 from kbseek.search.pipeline import heading_at
 from kbseek.text.snippets import Snippet
 

@@ -2,7 +2,7 @@
 
 The index holds the text of every note, so a copy readable by others (``--index-dir``, the cache
 fallback of a read-only knowledge base) would disclose a note its owner had closed to them. The rule
-(``kbseek.paths``): folders kbseek creates for the index are ``0700``; the database, its ``-wal`` and
+(``kbseek.facade.paths``): folders kbseek creates for the index are ``0700``; the database, its ``-wal`` and
 ``-shm``, the writer lock, the ``.gitignore`` and the approximate vector index's files are ``0600``;
 an index made wider before is tightened when kbseek opens it to write (if the user owns it), and
 ``kbseek doctor`` warns about whatever is still open, with the ``chmod`` to run. Windows has no such
@@ -22,9 +22,9 @@ from click.testing import CliRunner, Result
 
 from kbseek import KnowledgeBase
 from kbseek.cli import cli
+from kbseek.cli.doctor.sqlite_index import check_permissions
 from kbseek.config import Settings
-from kbseek.doctor.sqlite_index import check_permissions
-from kbseek.paths import prepare_index_dir, tighten_index_dir, wider_than_private
+from kbseek.facade.paths import prepare_index_dir, tighten_index_dir, wider_than_private
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX file modes; Windows has ACLs instead")
@@ -212,7 +212,7 @@ def test_files_of_another_user_are_reported_not_changed(kb_root: Path, tmp_path:
 
 @pytest.mark.skipif(os.name == "nt", reason="no POSIX modes on Windows")
 def test_the_eval_record_beside_the_index_is_private(tmp_path: Path) -> None:
-    from kbseek.eval import LAST_RUN_FILENAME, compare_with_last
+    from kbseek.cli.eval import LAST_RUN_FILENAME, compare_with_last
 
     folder = tmp_path / "idx"
     prepare_index_dir(folder)

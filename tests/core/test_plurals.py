@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbseek import KnowledgeBase, render
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 from tests.conftest import make_core
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-import kbseek.guard
+import kbseek.ingest.guard
 import kbseek.ingest.indexer
 from kbseek.config import Settings
 from kbseek.errors import DocumentRefused, DocumentTooLarge, LinkRefused, PathOutsideRoot
-from kbseek.guard import load_document, read_regular_file
 from kbseek.ingest.exclusion import Exclusion
+from kbseek.ingest.guard import load_document, read_regular_file
 from kbseek.ingest.indexer import Indexer
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.scan import ScanResult
@@ -40,10 +40,10 @@ TARGET = "sub/target.md"
 def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with the dir_fd walk (POSIX) and with the fallback that resolves the path."""
     if request.param == "descriptor walk":
-        if not kbseek.guard._WALK:
+        if not kbseek.ingest.guard._WALK:
             pytest.skip("this OS cannot open a folder relative to its parent without following links")
     else:
-        monkeypatch.setattr(kbseek.guard, "_WALK", False)
+        monkeypatch.setattr(kbseek.ingest.guard, "_WALK", False)
     return str(request.param)
 
 
@@ -181,7 +181,7 @@ def test_a_folder_swapped_after_the_walk_and_before_the_file_opens_is_refused(
     root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The file opened through the swapped folder is not the one in the folder walked: walk again."""
-    if not kbseek.guard._WALK:
+    if not kbseek.ingest.guard._WALK:
         pytest.skip("this OS cannot open a folder relative to its parent without following links")
     real_open = os.open
     full = os.path.join(os.path.realpath(root), "sub", "target.md")

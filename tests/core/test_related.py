@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kbseek import KnowledgeBase, related
+from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.errors import InvalidArgument
+from kbseek.facade import related
 from tests.conftest import write_notes
 from tests.fakes import FakeEmbedder
 

@@ -18,8 +18,8 @@ from mcp.types import CallToolResult
 
 from kbseek import KnowledgeBase
 from kbseek.config import Limits
-from kbseek.echoes import ECHO_CHARS, bounded, bounded_middle
 from kbseek.server.mcp import build_server
+from kbseek.text.quoting import ECHO_CHARS, bounded, bounded_middle
 from tests.conftest import make_core
 
 pytestmark = pytest.mark.anyio

@@ -17,13 +17,13 @@ import pytest
 import kbseek.search.ann as ann
 from kbseek import KnowledgeBase
 from kbseek.config import Settings, build_settings, load_config_file
+from kbseek.documents import Chunk
 from kbseek.embed.base import VectorPart
 from kbseek.embed.pair import concatenate
 from kbseek.errors import ConfigError
-from kbseek.models import Chunk
+from kbseek.facade.semantic import SemanticLeg
 from kbseek.search.ann import ApproximateIndex, open_vector_index, quantize, suits, wants_approximate
 from kbseek.search.dense import DenseIndex, VectorIndex
-from kbseek.semantic import SemanticLeg
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord, Store
 from kbseek.store.sqlite import SqliteStore
 from tests.fakes import FakeEmbedder

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kbseek.documents import Chunk, SectionStart
 from kbseek.ingest.chunker import (
     Block,
     BlockKind,
@@ -21,7 +22,6 @@ from kbseek.ingest.chunker import (
     content_hash_for,
     table_context,
 )
-from kbseek.models import Chunk, SectionStart
 
 SMALL = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=30, min_chars=20)
 NO_MERGE = ChunkOptions(target_chars=100, max_chars=160, overlap_chars=0, min_chars=0)

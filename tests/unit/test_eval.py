@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbseek import KnowledgeBase
-from kbseek.eval import MISS_K, format_text, load_golden, run_eval, summarize
+from kbseek.cli.eval import MISS_K, format_text, load_golden, run_eval, summarize
 from tests.conftest import make_core
 
 NAME = "notes/データ移行.md"  # デ decomposes: macOS file systems may hand back NFD

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbseek.models import Chunk
+from kbseek.documents import Chunk
 from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import ChunkInput, DocumentInput

@@ -3,10 +3,10 @@ store's names resolve them (``kbseek.store.links``)."""
 
 from __future__ import annotations
 
+from kbseek.documents import Link
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.links import MAX_LINKS, markdown_links, resolve_target
 from kbseek.ingest.parsers.markdown import MarkdownParser
-from kbseek.models import Link
 from kbseek.store.links import document_names, link_key, resolve
 
 

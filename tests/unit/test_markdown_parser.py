@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.chunker import ChunkOptions, LineIndex
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.parsers.markdown import MarkdownParser
-from kbseek.models import Chunk, ParsedDocument
 
 PARSER = MarkdownParser()
 ROOMY = ChunkOptions(target_chars=1000, max_chars=1600, overlap_chars=150, min_chars=0)

@@ -1,6 +1,6 @@
 """Response shaping from plain values: caps, notes and their codes, empty explanations, fitting (T3, T4).
 
-No store, no model, no server: ``kbseek.shaping`` is pure, so every wording and cap is checked on
+No store, no model, no server: ``kbseek.facade.shaping`` is pure, so every wording and cap is checked on
 responses built by hand.
 """
 
@@ -12,15 +12,9 @@ from pathlib import Path
 import pytest
 
 from kbseek.config import Limits
-from kbseek.fitting import fit_search
-from kbseek.guard import LoadedDocument
-from kbseek.responses import IndexSummary, MissingChunk, SearchResponse
-from kbseek.search.fts_query import CompiledQuery
-from kbseek.search.fusion import Fused
-from kbseek.search.passages import JoinedText
-from kbseek.search.pipeline import PipelineResult, RankedHit
-from kbseek.semantic import SemanticState
-from kbseek.shaping import (
+from kbseek.facade.response_cap import fit_search
+from kbseek.facade.semantic import SemanticState
+from kbseek.facade.shaping import (
     FoundRun,
     SearchArgs,
     clamp,
@@ -34,10 +28,16 @@ from kbseek.shaping import (
     semantic_for_search,
     topics_response,
 )
-from kbseek.status import StatusFacts, status_response
+from kbseek.facade.status import StatusFacts, status_response
+from kbseek.ingest.guard import LoadedDocument
+from kbseek.responses import IndexSummary, MissingChunk, SearchResponse
+from kbseek.search.fts_query import CompiledQuery
+from kbseek.search.fusion import Fused
+from kbseek.search.passages import JoinedText
+from kbseek.search.pipeline import PipelineResult, RankedHit
 from kbseek.store.base import ChunkRow
+from kbseek.text.plurals import counted
 from kbseek.text.snippets import Snippet
-from kbseek.words import counted
 
 LIMITS = Limits()
 INDEXED = IndexSummary(documents=3, chunks=7, indexing=False, embedded=None)

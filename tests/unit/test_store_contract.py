@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kbseek.store
-from kbseek.models import Chunk, Link, SectionStart
+from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.store.base import (
     ChunkInput,
     Counts,

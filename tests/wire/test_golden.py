@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kbseek import KnowledgeBase
+from kbseek.cli.eval import load_golden, run_eval, summarize
 from kbseek.config import Settings
-from kbseek.eval import load_golden, run_eval, summarize
 
 pytestmark = pytest.mark.slow
 

@@ -60,7 +60,7 @@ import numpy as np
 
 from kbseek.embed.base import check_texts, query_vector, redact_url, unit_rows
 from kbseek.errors import ConfigError, EmbedderUnavailable
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 PROBE_TEXT = "kbseek embedding probe"
 

@@ -12,8 +12,8 @@ terms. The heading path is analyzed on its own, as the FTS table's second column
 
 from __future__ import annotations
 
+from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.parsers import has_markup
-from kbseek.models import Chunk, ParsedDocument
 from kbseek.store.base import ChunkInput, DocumentInput
 from kbseek.text.analyzer import index_text
 from kbseek.text.display import display_text

@@ -2,7 +2,7 @@
 
 Parsers know formats; this module knows none. A parser hands over the
 document text and a list of :class:`Block` spans (headings, paragraphs,
-lists, tables, code) and gets back :class:`~kbseek.models.Chunk` values.
+lists, tables, code) and gets back :class:`~kbseek.documents.Chunk` values.
 Keeping the sizing rules here means every format is chunked the same way and
 the offset invariant (``chunk.text == text[chunk.start:chunk.end]``) is
 enforced in one place.
@@ -45,8 +45,8 @@ from enum import StrEnum
 from itertools import pairwise
 from typing import NamedTuple
 
+from kbseek.documents import HEADING_SEPARATOR, Chunk, SectionStart
 from kbseek.ingest.splitting import hard_cut, split_lines, trim
-from kbseek.models import HEADING_SEPARATOR, Chunk, SectionStart
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kbseek.documents import Chunk
 from kbseek.errors import ConfigError
 from kbseek.ingest.analysis import chunk_input
 from kbseek.ingest.parsers import has_markup
 from kbseek.ingest.parsers.markdown import MarkdownParser
-from kbseek.models import Chunk
 from kbseek.store.base import DocumentInput, Store
 
 __all__ = ["CopyReport", "copy_index"]

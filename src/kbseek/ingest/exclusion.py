@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pathspec
 
-from kbseek.filenames import IGNORE_FILENAME, INDEX_DIRNAME
+from kbseek.ingest.filenames import IGNORE_FILENAME, INDEX_DIRNAME
 
 # Version-control, dependency and tool folders: never notes, often huge.
 VENDOR_DIRS = frozenset(

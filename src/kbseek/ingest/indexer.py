@@ -29,16 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
+from kbseek.documents import ParsedDocument
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
 from kbseek.errors import DocumentNotFound, DocumentRefused
-from kbseek.guard import read_regular_file
 from kbseek.ingest.analysis import document_input
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.ingest.exclusion import Exclusion
+from kbseek.ingest.guard import read_regular_file
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
-from kbseek.models import ParsedDocument
 from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
 
 log = logging.getLogger(__name__)

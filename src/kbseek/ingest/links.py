@@ -24,7 +24,7 @@ import posixpath
 import re
 from urllib.parse import unquote
 
-from kbseek.models import Link
+from kbseek.documents import Link
 
 MAX_LINKS = 1000
 """Links kept per document, the first ones written: a generated index page of 50,000 links would

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from kbseek.documents import SectionStart
 from kbseek.embed.base import VectorPart
 from kbseek.ingest.parsers import has_markup
-from kbseek.models import SectionStart
 from kbseek.search import fusion
 from kbseek.search.bridge import Bridge, bridge_coverage, bridge_query
 from kbseek.search.confidence import is_low_confidence

@@ -16,8 +16,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from kbseek import fitting, render
+from kbseek import render
 from kbseek.errors import InvalidArgument
+from kbseek.facade import response_cap
 from kbseek.kb import KnowledgeBase
 from kbseek.library import Library
 from kbseek.responses import DocumentResponse, FetchResponse, SearchHit, SearchResponse
@@ -61,7 +62,7 @@ def _search_result(r: SearchResponse, max_chars: int) -> CallToolResult:
     def text(c: SearchResponse) -> str:
         return render.search_text(_labelled(c), brief=True)
 
-    r = fitting.fit_search(r, max_chars, measure=lambda c: tools._sent_size(c, text(c)))
+    r = response_cap.fit_search(r, max_chars, measure=lambda c: tools._sent_size(c, text(c)))
     return tools._result(r, text(r))
 
 
@@ -138,7 +139,7 @@ def register_library_tools(server: MCPServer[Any], library: Library) -> None:
                     "chunk_ids is empty: pass one or more chunk_id values from search results"
                 )
             r = library.fetch(chunk_ids, context=context)
-            r = fitting.fit_fetch(
+            r = response_cap.fit_fetch(
                 r, default.limits.max_response_chars,
                 measure=lambda c: tools._sent_size(c, render.fetch_text(c)),
             )  # fmt: skip

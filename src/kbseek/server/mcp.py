@@ -23,9 +23,9 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from kbseek import KnowledgeBase, __version__, fitting, render
-from kbseek.echoes import bounded_middle
+from kbseek import KnowledgeBase, __version__, render
 from kbseek.errors import InvalidArgument
+from kbseek.facade import response_cap
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
@@ -38,6 +38,7 @@ from kbseek.server.errors import translate
 from kbseek.server.prompts import register_prompts
 from kbseek.server.resources import KbServer
 from kbseek.server.slots import slotted
+from kbseek.text.quoting import bounded_middle
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,9 @@ def _sent_size(model: BaseModel, text: str) -> int:
 def _search_result(r: SearchResponse, max_chars: int) -> CallToolResult:
     """A search's result within ``max_chars`` as sent, text block included: the core fitted the
     structured result alone, and the text repeats most of it (T3)."""
-    r = fitting.fit_search(r, max_chars, measure=lambda c: _sent_size(c, render.search_text(c, brief=True)))
+    r = response_cap.fit_search(
+        r, max_chars, measure=lambda c: _sent_size(c, render.search_text(c, brief=True))
+    )
     return _result(r, render.search_text(r, brief=True))
 
 
@@ -360,7 +363,7 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
                 )
             r = kb.fetch(chunk_ids, context=context)
             # The core fitted the structured result alone; the text block repeats the passages (T3).
-            r = fitting.fit_fetch(
+            r = response_cap.fit_fetch(
                 r, kb.limits.max_response_chars, measure=lambda c: _sent_size(c, render.fetch_text(c))
             )
             return _result(r, render.fetch_text(r))

@@ -29,13 +29,13 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from kbseek import KnowledgeBase
-from kbseek.echoes import bounded
+from kbseek.documents import HEADING_SEPARATOR
 from kbseek.errors import InvalidArgument
-from kbseek.models import HEADING_SEPARATOR
 from kbseek.render import escaped
 from kbseek.responses import RecentDocument, RecentDocuments
 from kbseek.server.errors import translate
 from kbseek.server.slots import slotted
+from kbseek.text.quoting import bounded
 
 MAX_TOPIC_LINES = 40
 MAX_RECENT = 50

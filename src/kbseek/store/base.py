@@ -27,8 +27,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.errors import IndexIncompatible
-from kbseek.models import Chunk, Link, SectionStart
 
 RowIds = npt.NDArray[np.int64]
 """Chunk rowids, one per row of a matching :data:`Matrix`."""

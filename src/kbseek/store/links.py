@@ -26,7 +26,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from kbseek.models import Link
+from kbseek.documents import Link
 from kbseek.store.base import LinkRow
 
 CANDIDATES = 64

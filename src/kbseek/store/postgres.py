@@ -29,8 +29,8 @@ import numpy as np
 import psycopg
 from psycopg.rows import TupleRow
 
+from kbseek.documents import SectionStart
 from kbseek.errors import IndexLocked, IndexReadOnly, StoreUnavailable
-from kbseek.models import SectionStart
 from kbseek.store import postgres_lexical, postgres_vectors
 from kbseek.store.base import (
     ChunkRow,

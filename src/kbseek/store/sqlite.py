@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kbseek.documents import SectionStart
 from kbseek.errors import IndexLocked, KbBug
-from kbseek.models import SectionStart
 from kbseek.store import fts_match
 from kbseek.store.base import (
     ChunkRow,

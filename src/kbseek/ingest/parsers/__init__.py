@@ -1,7 +1,7 @@
 """The parser registry: which file extensions kbseek can open, and how.
 
 A parser turns the raw bytes of one file into the text kbseek serves
-(``decode``) and into a :class:`~kbseek.models.ParsedDocument` with chunks
+(``decode``) and into a :class:`~kbseek.documents.ParsedDocument` with chunks
 (``parse``). Adding a format is adding a module that defines one parser and
 one line in ``_BUILTIN`` below; nothing else in the pipeline knows formats.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from kbseek.documents import ParsedDocument
 from kbseek.errors import ConfigError
 from kbseek.ingest.chunker import ChunkOptions
-from kbseek.models import ParsedDocument
 
 
 class Parser(Protocol):

@@ -34,10 +34,10 @@ from typing import Any
 
 import yaml
 
+from kbseek.documents import ParsedDocument
 from kbseek.ingest.chunker import ChunkOptions, LineIndex, build_chunks
 from kbseek.ingest.parsers.markdown import MarkdownParser, first_heading, read_frontmatter
 from kbseek.ingest.parsers.text import title_from_path
-from kbseek.models import ParsedDocument
 
 TRUNCATION_PREFIX = "[truncated:"
 _TRUNCATION = re.compile(r"\n\[truncated: ([^\n]*)\]\n?\Z")

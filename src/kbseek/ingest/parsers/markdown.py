@@ -36,10 +36,10 @@ from markdown_it.rules_block.state_block import StateBlock
 from markdown_it.rules_block.table import getLine
 from markdown_it.rules_block.table import table as gfm_table
 
+from kbseek.documents import Link, ParsedDocument
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
 from kbseek.ingest.links import markdown_links
 from kbseek.ingest.parsers.text import decode_utf8, title_from_path
-from kbseek.models import Link, ParsedDocument
 from kbseek.text.display import display_line
 
 _TOP_LEVEL_KINDS: dict[str, BlockKind] = {

@@ -42,10 +42,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.chunker import ChunkOptions, LineIndex, build_chunks, chunk_id_for, content_hash_for
 from kbseek.ingest.parsers.child_process import run_child
 from kbseek.ingest.parsers.text import paragraph_blocks, title_from_path
-from kbseek.models import Chunk, ParsedDocument
 
 TIME_LIMIT_S = 20.0
 """Wall-clock seconds one PDF may take, child start-up included."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from kbseek.documents import ParsedDocument
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
-from kbseek.models import ParsedDocument
 
 _BOM = "\ufeff"
 

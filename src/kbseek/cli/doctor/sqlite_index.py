@@ -8,14 +8,14 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kbseek.cli.doctor.result import CheckResult, index_verdict
+from kbseek.cli.doctor.system import existing_ancestor
 from kbseek.config import Settings
-from kbseek.doctor.result import CheckResult, index_verdict
-from kbseek.doctor.system import existing_ancestor
 from kbseek.errors import IndexIncompatible
-from kbseek.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
+from kbseek.facade.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION, inspect_index, updated_in_place
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 
 def check_index(settings: Settings, model_id: str | None, index_command: str) -> CheckResult:

@@ -21,8 +21,8 @@ failed check naming the error, not a traceback.
 
 from __future__ import annotations
 
-from kbseek.doctor.report import report
-from kbseek.doctor.result import CheckResult, DoctorOptions, Status
-from kbseek.doctor.runner import index_command, run_doctor
+from kbseek.cli.doctor.report import report
+from kbseek.cli.doctor.result import CheckResult, DoctorOptions, Status
+from kbseek.cli.doctor.runner import index_command, run_doctor
 
 __all__ = ["CheckResult", "DoctorOptions", "Status", "index_command", "report", "run_doctor"]

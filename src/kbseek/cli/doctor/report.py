@@ -7,7 +7,7 @@ import json
 
 import click
 
-from kbseek.doctor.result import CheckResult
+from kbseek.cli.doctor.result import CheckResult
 
 COLOURS = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
 

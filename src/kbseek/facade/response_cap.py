@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from kbseek.responses import FetchResponse, Passage, SearchResponse
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 
 def _json_size(response: BaseModel) -> int:

@@ -60,19 +60,19 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from kbseek import status
 from kbseek.errors import IndexLocked, IndexReadOnly, KbError
-from kbseek.filenames import IGNORE_FILENAME
-from kbseek.following import Follower
+from kbseek.facade import status
+from kbseek.facade.following import Follower
+from kbseek.facade.live_config import LiveConfig
+from kbseek.facade.paths import files_of
+from kbseek.facade.semantic import SemanticLeg
 from kbseek.ingest.exclusion import Exclusion
+from kbseek.ingest.filenames import IGNORE_FILENAME
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
 from kbseek.ingest.scan import ScanResult
 from kbseek.ingest.watch import Watcher
-from kbseek.live_config import LiveConfig
-from kbseek.paths import files_of
 from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
 from kbseek.responses import IndexSummary, StatusResponse
-from kbseek.semantic import SemanticLeg
 from kbseek.store.base import Store
 from kbseek.store.opening import writer_lock
 from kbseek.text.lexicon import lexicon

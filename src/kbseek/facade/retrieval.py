@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from kbseek import shaping, status
-from kbseek.catalog import Catalog
 from kbseek.embed.base import Embedder
 from kbseek.errors import EmbedderUnavailable
-from kbseek.live_config import LiveConfig
+from kbseek.facade import shaping, status
+from kbseek.facade.catalog import Catalog
+from kbseek.facade.live_config import LiveConfig
+from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.responses import IndexSummary, SearchResponse
 from kbseek.search.dense import VectorIndex
 from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, run_search
-from kbseek.semantic import SemanticLeg, SemanticState
 from kbseek.store.base import Store
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kbseek import __version__
-from kbseek.doctor.result import CheckResult
+from kbseek.cli.doctor.result import CheckResult
 
 MIN_PYTHON = (3, 11)
 MiB = 1024 * 1024

@@ -7,7 +7,7 @@ server's errors, the prompts) and the response shaping all cut echoes here, the 
 
 from __future__ import annotations
 
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 ECHO_CHARS = 300
 """The most of a caller's own input (a query, an id, a path prefix) a response repeats: the caps bound

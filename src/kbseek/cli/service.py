@@ -1,7 +1,7 @@
 """The ``kbseek service`` commands: install, uninstall and report a per-user background server.
 
-The unit generation lives in :mod:`kbseek.service` (pure functions); this module only
-resolves the user's options into a :class:`~kbseek.service.ServiceSpec`, writes or removes
+The unit generation lives in :mod:`kbseek.cli.units` (pure functions); this module only
+resolves the user's options into a :class:`~kbseek.cli.units.ServiceSpec`, writes or removes
 the file, and prints what to run next. It never starts or stops anything itself.
 """
 
@@ -15,10 +15,8 @@ from typing import Any, cast
 
 import click
 
-from kbseek.cli_errors import refused
-from kbseek.config import SettingsSource, find_config
-from kbseek.errors import KbError
-from kbseek.service import (
+from kbseek.cli.errors import refused
+from kbseek.cli.units import (
     DEFAULT_PORT,
     MANAGERS,
     Manager,
@@ -38,8 +36,10 @@ from kbseek.service import (
     unit_filename,
     unit_id,
 )
-from kbseek.service import install as write_unit
-from kbseek.service import uninstall as remove_unit
+from kbseek.cli.units import install as write_unit
+from kbseek.cli.units import uninstall as remove_unit
+from kbseek.config import SettingsSource, find_config
+from kbseek.errors import KbError
 
 
 def _manager_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from importlib import metadata
 
+from kbseek.cli.doctor.result import CheckResult, DoctorOptions
 from kbseek.config import CONFIG_FILENAME, Settings, SettingsSource, find_config
-from kbseek.doctor.result import CheckResult, DoctorOptions
 from kbseek.embed import EmbedderSpec, make_embedder, redact_url
 from kbseek.errors import ConfigError, EmbedderUnavailable
 

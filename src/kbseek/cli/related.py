@@ -1,6 +1,6 @@
 """``kbseek related PATH``: the documents related to one, as the ``related`` tool gives them.
 
-Kept out of ``cli.py`` (at its size cap) and built by a factory that takes the shared
+Kept out of ``cli/__init__.py`` (at its size cap) and built by a factory that takes the shared
 ``--kb``/``--config`` options decorator, so this module does not import ``cli`` back.
 """
 

@@ -26,15 +26,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kbseek import shaping
-from kbseek.catalog import document_path
-from kbseek.echoes import ECHO_CHARS, bounded_middle
 from kbseek.errors import InvalidArgument
-from kbseek.live_config import LiveConfig
+from kbseek.facade import shaping
+from kbseek.facade.catalog import document_path
+from kbseek.facade.live_config import LiveConfig
+from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.responses import RelatedHit, RelatedResponse
-from kbseek.semantic import SemanticLeg, SemanticState
 from kbseek.store.base import ChunkRow, DocumentRow, Store
-from kbseek.words import counted
+from kbseek.text.plurals import counted
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50

@@ -31,7 +31,7 @@ from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
 from kbseek.search.store_vectors import open_dense_index, suits
 from kbseek.store.base import Store, model_incompatibility
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbseek.config import Settings
+from kbseek.facade.semantic import SemanticState
+from kbseek.facade.shaping import iso
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import IndexProgress, SkippedFile, StatusResponse
-from kbseek.semantic import SemanticState
-from kbseek.shaping import iso
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 
 def index_command(settings: Settings) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import shlex
 
+from kbseek.cli.doctor.configuration import check_config, check_model
+from kbseek.cli.doctor.result import CheckResult, DoctorOptions, broken, guarded, guarded_pair
+from kbseek.cli.doctor.sqlite_index import check_index, check_permissions, check_writer_lock
+from kbseek.cli.doctor.system import check_disk, check_python, check_watcher
 from kbseek.config import Settings
-from kbseek.doctor.configuration import check_config, check_model
-from kbseek.doctor.result import CheckResult, DoctorOptions, broken, guarded, guarded_pair
-from kbseek.doctor.sqlite_index import check_index, check_permissions, check_writer_lock
-from kbseek.doctor.system import check_disk, check_python, check_watcher
 from kbseek.embed import EmbedderSpec
-from kbseek.paths import resolve_index_dir
+from kbseek.facade.paths import resolve_index_dir
 from kbseek.store.opening import kb_name_of
 
 
@@ -70,7 +70,7 @@ def _postgres_checks(settings: Settings, options: DoctorOptions, model_id: str |
     """
     assert settings.store_url is not None
     try:
-        from kbseek.doctor import postgres_store as pg
+        from kbseek.cli.doctor import postgres_store as pg
     except ImportError as exc:
         fix = "pip install 'kbseek[postgres]', or leave out --store and [store] url to use a SQLite index"
         missing = f"the PostgreSQL driver is not installed ({exc.name or exc})"

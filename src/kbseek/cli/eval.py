@@ -31,12 +31,12 @@ from typing import Any
 import yaml
 
 from kbseek import KnowledgeBase
-from kbseek.catalog import document_path
+from kbseek.documents import HEADING_SEPARATOR
 from kbseek.errors import ConfigError, KbError
-from kbseek.models import HEADING_SEPARATOR
-from kbseek.paths import PRIVATE_FILE_MODE
+from kbseek.facade.catalog import document_path
+from kbseek.facade.paths import PRIVATE_FILE_MODE
 from kbseek.responses import SearchHit
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 KS = (1, 5, 10)
 MISS_K = 5

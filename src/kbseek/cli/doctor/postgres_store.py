@@ -25,8 +25,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
-from kbseek.doctor.result import CheckResult, guarded, index_verdict
-from kbseek.doctor.system import human_bytes
+from kbseek.cli.doctor.result import CheckResult, guarded, index_verdict
+from kbseek.cli.doctor.system import human_bytes
 from kbseek.errors import ConfigError
 from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
 from kbseek.store.postgres_schema import (

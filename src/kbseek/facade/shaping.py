@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kbseek.config import Limits
-from kbseek.echoes import bounded
 from kbseek.errors import InvalidArgument
-from kbseek.fitting import fit_search, passage_cut_note
-from kbseek.guard import LoadedDocument, literal_path, relative_path
+from kbseek.facade.response_cap import fit_search, passage_cut_note
+from kbseek.facade.semantic import SemanticState
+from kbseek.ingest.guard import LoadedDocument, literal_path, relative_path
 from kbseek.responses import (
     DocumentResponse,
     Explanation,
@@ -32,10 +32,10 @@ from kbseek.responses import (
 )
 from kbseek.search.passages import JoinedText
 from kbseek.search.pipeline import PipelineResult, RankedHit, SearchRequest
-from kbseek.semantic import SemanticState
 from kbseek.text.language import is_japanese
+from kbseek.text.plurals import counted
+from kbseek.text.quoting import bounded
 from kbseek.uris import document_uri
-from kbseek.words import counted
 
 # -- arguments -----------------------------------------------------------------------------------------
 

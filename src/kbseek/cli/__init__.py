@@ -18,12 +18,12 @@ from typing import Any
 import click
 
 from kbseek import IndexReport, KnowledgeBase, __version__, render
-from kbseek.cli_errors import KbseekGroup, note_verbosity
-from kbseek.cli_library import Library, several_or_one
+from kbseek.cli.errors import KbseekGroup, note_verbosity
+from kbseek.cli.library import Library, several_or_one
 from kbseek.config import find_config
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
-from kbseek.words import counted
+from kbseek.text.plurals import counted
 
 
 def _configure_logging(verbose: int) -> None:
@@ -514,7 +514,7 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
     Example:
         kbseek eval --kb examples/kb --golden examples/golden.yml
     """
-    from kbseek.eval import compare_with_last, format_text, load_golden, run_eval, summarize
+    from kbseek.cli.eval import compare_with_last, format_text, load_golden, run_eval, summarize
 
     floors = {}
     for item in fail_under:
@@ -572,7 +572,7 @@ def doctor(
         kbseek doctor --kb ~/notes
         kbseek doctor --kb ~/notes --store postgresql://kb@db.example/notes
     """
-    from kbseek.doctor import DoctorOptions, report, run_doctor
+    from kbseek.cli.doctor import DoctorOptions, report, run_doctor
 
     _configure_logging(verbose)
     options = DoctorOptions(
@@ -585,8 +585,8 @@ def doctor(
         sys.exit(1)
 
 
-from kbseek.cli_related import related_command  # noqa: E402 - kept beside its registration
-from kbseek.cli_service import service as _service  # noqa: E402 - kept beside its registration
+from kbseek.cli.related import related_command  # noqa: E402 - kept beside its registration
+from kbseek.cli.service import service as _service  # noqa: E402 - kept beside its registration
 
 cli.add_command(_service)
 cli.add_command(related_command(kb_options))

@@ -21,12 +21,11 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from kbseek import fitting, shaping
-from kbseek.echoes import ECHO_CHARS, bounded_middle
 from kbseek.errors import DocumentNotFound, NotServable
-from kbseek.guard import LoadedDocument, literal_path, load_document, relative_path
+from kbseek.facade import response_cap, shaping
+from kbseek.facade.live_config import LiveConfig
+from kbseek.ingest.guard import LoadedDocument, literal_path, load_document, relative_path
 from kbseek.ingest.parsers import media_type_of
-from kbseek.live_config import LiveConfig
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
@@ -38,6 +37,7 @@ from kbseek.responses import (
 )
 from kbseek.search.passages import join_by_offsets
 from kbseek.store.base import DocumentRow, Store
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 from kbseek.uris import document_uri
 
 
@@ -104,7 +104,7 @@ class Catalog:
     def load_document(self, path: str, *, exact: bool = False) -> LoadedDocument:
         """The one guarded document load (D5), shared by ``get_document`` and resource reads.
 
-        ``exact``: ``path`` is an indexed path, read as it is (see :func:`kbseek.guard.load_document`).
+        ``exact``: ``path`` is an indexed path, read as it is (see :func:`kbseek.ingest.guard.load_document`).
         """
         active = self._live.active
         root = active.settings.root
@@ -194,7 +194,7 @@ class Catalog:
         response = shaping.fetch_response(
             args, runs, missing, servable=set(servable), max_fetch_chars=limits.max_fetch_chars
         )
-        return fitting.fit_fetch(response, limits.max_response_chars)
+        return response_cap.fit_fetch(response, limits.max_response_chars)
 
     def _missing(self, chunk_id: str) -> MissingChunk:
         retired = self._store.retired(chunk_id)

@@ -33,8 +33,8 @@ import platformdirs
 
 from kbseek.config import Settings
 from kbseek.errors import ConfigError, IndexReadOnly
-from kbseek.filenames import INDEX_DIRNAME
 from kbseek.ingest.copying import CopyReport, copy_index
+from kbseek.ingest.filenames import INDEX_DIRNAME
 from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
 from kbseek.store.opening import is_database_url, kb_name_of, open_store
