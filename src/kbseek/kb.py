@@ -225,18 +225,18 @@ class KnowledgeBase:
         snippet_chars: int | None = None,
         explain: bool = False,
         also: Sequence[str] = (),
+        scale: Sequence[tuple[float, float]] = (),
     ) -> SearchResponse:
-        """Ranked hits for a question or keywords in any language, with snippets centred on the match.
+        """Ranked hits for a question or keywords in any language, snippets centred on the match.
 
-        Omitted ``limit``/``snippet_chars`` take the configured default *now*; values past the caps are
-        clamped, said in ``notes``. ``explain``: each leg's rank and score. ``also``: other phrasings
-        (the other language, keywords, an answer); a chunk ranks by its best, higher if others agree.
-        """
+        Omitted ``limit``/``snippet_chars`` take today's default; values past the caps are clamped (``notes``).
+        ``explain``: each leg's rank and score. ``also``: other phrasings (the other language, keywords, an
+        answer); a chunk ranks by its best, higher if others agree. ``scale``: see ``Library.search``."""
         self._semantic.ensure_loaded()
         self._runner.refresh()
         args = shaping.search_args(
             self.limits, query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
-            explain=explain, also=also,
+            explain=explain, also=also, scale=scale,
         )  # fmt: skip
         return self._retrieval.search(args, self.summary)
 

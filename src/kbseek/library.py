@@ -153,8 +153,13 @@ class Library:
         explain: bool = False,
         also: Sequence[str] = (),
     ) -> SearchResponse:
-        """One ranking over the chosen collections (all by default), merged by fused score (0037)."""
+        """One ranking over the chosen collections (all by default), merged by fused score (0037).
+
+        Each collection's keyword leg is normalised by the best keyword match over all the chosen
+        ones, as one index holding them all would be, so that a weak match in one collection does
+        not score as that collection's best (``SearchRequest.scale``)."""
         names = self.pick(kb)
+        scale = self._shared_scale(names, query, path_prefix=path_prefix, tags=tags, also=also)
         answers = {
             name: self._kbs[name].search(
                 query,
@@ -164,6 +169,7 @@ class Library:
                 snippet_chars=snippet_chars,
                 explain=explain,
                 also=also,
+                scale=scale,
             )
             for name in names
         }
@@ -172,6 +178,27 @@ class Library:
         first = self._kbs[names[0]]
         wanted = shaping.search_args(first.limits, query or " ", limit=limit).limit
         return merge_searches(answers, wanted)
+
+    def _shared_scale(
+        self,
+        names: Sequence[str],
+        query: str,
+        *,
+        path_prefix: str | None,
+        tags: Sequence[str] | None,
+        also: Sequence[str],
+    ) -> tuple[tuple[float, float], ...]:
+        """The largest best-BM25 and best-coverage per phrasing over ``names``; empty for one collection."""
+        if len(names) < 2:
+            return ()
+        scales = []
+        for name in names:
+            kb = self._kbs[name]
+            args = shaping.search_args(kb.limits, query, path_prefix=path_prefix, tags=tags, also=also)
+            scales.append(kb.retrieval().lexical_scale(args))
+        return tuple(
+            (max(s[i][0] for s in scales), max(s[i][1] for s in scales)) for i in range(len(scales[0]))
+        )
 
     def fetch(
         self, chunk_ids: Sequence[str], *, context: int | None = None, kb: KbArg = None

@@ -62,6 +62,20 @@ def test_a_search_over_two_merges_by_score_and_is_unsure_only_when_both_are(tmp_
     assert both.index.documents == 2
 
 
+def test_a_collection_weak_keyword_match_scores_on_the_scale_of_the_best_over_all(tmp_path: Path) -> None:
+    """One index holding both would normalise the keyword leg by the best match of all: a collection
+    whose best match is weak must not score it as a perfect one when merged (decision 0037)."""
+    notes = _kb(tmp_path / "notes", {"misc.md": "# Misc\n\nrotate the tyres every spring\n"})
+    docs = _kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
+    query = "rotate the signing key with keyctl"
+    with Library({"notes": notes, "docs": docs}) as lib:
+        both = {h.kb: h.score for h in lib.search(query).hits}
+        alone = {n: kb.search(query).hits[0].score for n, kb in lib}
+    assert both["docs"] == pytest.approx(alone["docs"])
+    assert both["notes"] < alone["notes"]
+    assert max(both, key=lambda k: both[k]) == "docs"
+
+
 def test_kb_tables_name_their_root_and_their_own_ignore(tmp_path: Path) -> None:
     write_notes(tmp_path / "a", {"x.md": "# X\n\nalpha\n", "drafts/y.md": "# Y\n\nalpha draft\n"})
     write_notes(tmp_path / "b", {"z.md": "# Z\n\nalpha too\n", "drafts/w.md": "# W\n\nalpha draft\n"})

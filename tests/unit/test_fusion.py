@@ -197,3 +197,34 @@ def test_best_of_scores_are_the_best_plus_a_share_of_the_others_mean(
         assert f.score == pytest.approx(best + agreement * others)
         assert rankings[f.phrasing].get(f.rowid) == best
     assert [f.score for f in ranked] == sorted((f.score for f in ranked), reverse=True)
+
+
+def test_a_shared_scale_scores_a_weaker_keyword_match_below_the_best_of_all_collections() -> None:
+    """Several collections blend on the best BM25 and coverage over all of them (decision 0037): a
+    collection whose best match scores half another's must not count it as a perfect match."""
+    lexical = [(1, 5.0), (2, 2.5)]
+    coverage = {1: 1.0, 2: 1.0}
+    own = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=coverage)
+    shared = fusion.blend(
+        lexical, [], dense_weight=0.0, matched_weight=None, coverage=coverage, scale=(10.0, 1.0)
+    )
+    assert own[0].score == pytest.approx(1.0)
+    assert shared[0].score == pytest.approx(0.5)
+    assert [f.rowid for f in shared] == [f.rowid for f in own]
+
+
+def test_a_shared_scale_never_shrinks_below_the_ranking_own_best() -> None:
+    lexical = [(1, 5.0)]
+    shared = fusion.blend(
+        lexical, [], dense_weight=0.0, matched_weight=None, coverage={1: 1.0}, scale=(1.0, 0.2)
+    )
+    assert shared[0].score == pytest.approx(1.0)
+
+
+def test_a_shared_coverage_moves_the_dense_weight_as_one_index_would() -> None:
+    lexical, dense = [(1, 5.0)], [(1, 0.5)]
+    low = fusion.blend(lexical, dense, dense_weight=0.8, matched_weight=0.2, coverage={1: 0.1})
+    high = fusion.blend(
+        lexical, dense, dense_weight=0.8, matched_weight=0.2, coverage={1: 0.1}, scale=(5.0, 1.0)
+    )
+    assert high[0].score != pytest.approx(low[0].score)

@@ -20,7 +20,7 @@ from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.responses import IndexSummary, SearchResponse
 from kbseek.search.dense import VectorIndex
-from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, run_search
+from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, lexical_scale, run_search
 from kbseek.store.base import Store
 
 
@@ -70,6 +70,17 @@ class Retrieval:
     def run(self, request: SearchRequest, dense_leg: DenseLeg | None) -> PipelineResult:
         """Rank one request over this index: the lexical leg, and the dense leg when one is given."""
         return run_search(self._store, request, dense_leg)
+
+    def lexical_scale(self, args: shaping.SearchArgs) -> tuple[tuple[float, float], ...]:
+        """What this index's keyword leg would be normalised by for ``args`` (``pipeline.lexical_scale``)."""
+        settings = self._live.settings
+        if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
+            args = replace(args, path_prefix=args.literal_prefix)
+        request = args.request(
+            settings.limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
+            bridge_weight=settings.bridge_weight,
+        )  # fmt: skip
+        return lexical_scale(self._store, request)
 
     def search(self, args: shaping.SearchArgs, summary: Callable[[], IndexSummary]) -> SearchResponse:
         """One search with the settings and model state of this moment, as a capped, annotated response.

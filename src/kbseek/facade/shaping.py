@@ -83,6 +83,8 @@ class SearchArgs:
     literal_prefix: str | None = None
     """The prefix read literally, when that differs from ``path_prefix``: the search takes it instead
     if a document's path starts with it (``Retrieval.search``)."""
+    scale: tuple[tuple[float, float], ...] = ()
+    """The keyword scale several collections share for this search (``SearchRequest.scale``)."""
 
     def request(
         self, limits: Limits, *, far_ahead: float, also_agreement: float, bridge_weight: float
@@ -91,6 +93,7 @@ class SearchArgs:
             query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, path_prefix=self.path_prefix,
             tags=self.tags, max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
             far_ahead=far_ahead, also_agreement=also_agreement, bridge_weight=bridge_weight, also=self.also,
+            scale=self.scale,
         )  # fmt: skip
 
 
@@ -104,6 +107,7 @@ def search_args(
     snippet_chars: int | None = None,
     explain: bool = False,
     also: Sequence[str] | None = None,
+    scale: Sequence[tuple[float, float]] = (),
 ) -> SearchArgs:
     """Apply the caps the configuration sets now; an omitted argument takes today's default."""
     notes: list[str] = []
@@ -116,7 +120,7 @@ def search_args(
     prefix, literal = clean_prefix(path_prefix), clean_prefix(path_prefix, literal=True)
     return SearchArgs(
         query, n, sc, prefix, tag_list, explain, tuple(notes), alternatives,
-        literal_prefix=literal if literal != prefix else None,
+        literal_prefix=literal if literal != prefix else None, scale=tuple(scale),
     )  # fmt: skip
 
 

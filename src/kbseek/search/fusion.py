@@ -57,6 +57,7 @@ def blend(
     dense_weight: float,
     matched_weight: float | None,
     coverage: Mapping[int, float] | None = None,
+    scale: tuple[float, float] | None = None,
 ) -> list[Fused]:
     """Weighted sum of per-query normalised scores.
 
@@ -67,13 +68,17 @@ def blend(
     keeping it unscaled lets a weak dense match stay weak. Without ``coverage``
     the lexical part is BM25 over the best alone.
 
-    The dense weight is :func:`adaptive_weight` when ``matched_weight`` is given.
+    The dense weight is :func:`adaptive_weight` when ``matched_weight`` is given. ``scale`` replaces
+    this ranking's own best BM25 and best coverage with larger ones that several indexes share.
     """
     fused = _collect(lexical, dense)
     best = max((s for _, s in lexical), default=0.0)
+    top = max(coverage.values(), default=0.0) if coverage is not None else 0.0
+    if scale is not None:
+        best, top = max(best, scale[0]), max(top, scale[1])
     weight = dense_weight
     if matched_weight is not None and coverage is not None:
-        weight = adaptive_weight(dense_weight, matched_weight, max(coverage.values(), default=0.0))
+        weight = adaptive_weight(dense_weight, matched_weight, top)
     for f in fused.values():
         lex = (f.lexical_score or 0.0) / best if best > 0 else 0.0
         if coverage is not None:

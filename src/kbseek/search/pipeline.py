@@ -57,6 +57,11 @@ class SearchRequest:
     """Alternative phrasings of the query, already capped (``[limits].max_also``) by the caller. Each is
     ranked like the query and every chunk keeps its best score over them (docs/decisions/0011); a blank
     one ranks nothing but keeps its place, so ``Fused.phrasing`` always indexes :attr:`phrasings`."""
+    scale: tuple[tuple[float, float], ...] = ()
+    """Per phrasing, the best BM25 and the best coverage to normalise the keyword leg by, when several
+    indexes answer one search (:func:`lexical_scale`, docs/decisions/0037); empty: this index's own.
+    One index holding every collection would normalise by the best over all of them, so a collection
+    whose best keyword match is weaker than another's must not score it as if it were the best."""
 
     @property
     def phrasings(self) -> tuple[str, ...]:
@@ -128,6 +133,20 @@ class _Ranked:
     """The dense leg's best similarity for this phrasing; ``None`` when the dense leg did not answer."""
     absent: tuple[str, ...] = ()
     """The names this phrasing mentions that no chunk of the index holds."""
+
+
+def lexical_scale(store: Store, request: SearchRequest) -> tuple[tuple[float, float], ...]:
+    """Per phrasing, this index's best BM25 and best query coverage: what its keyword leg is
+    normalised by. Several indexes searched as one share the largest of each (``SearchRequest.scale``)."""
+    out: list[tuple[float, float]] = []
+    for phrasing in request.phrasings:
+        compiled = compile_query(phrasing, max_terms=request.max_terms)
+        lexical = lexical_candidates(
+            store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
+        )
+        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]]) if lexical else {}
+        out.append((max((s for _, s in lexical), default=0.0), max(cov.values(), default=0.0)))
+    return tuple(out)
 
 
 def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
@@ -237,7 +256,9 @@ def _rank_one(
         if not normalise:
             return _Ranked(fusion.lexical_only(lexical), compiled, cov, None)
         cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
-        ranked = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov)
+        ranked = fusion.blend(
+            lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov, scale=_scale(request, phrasing)
+        )
         return _Ranked(ranked, compiled, cov, None)
     if dense.parts:
         dense_hits = _gated(store, dense, vector, allowed, phrasing, rows, japanese)
@@ -251,9 +272,16 @@ def _rank_one(
         cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
         ranked = fusion.blend(
             lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
-            coverage=cov,
+            coverage=cov, scale=_scale(request, phrasing),
         )  # fmt: skip
     return _Ranked(ranked, compiled, cov, dense_hits[0][1] if dense_hits else None)
+
+
+def _scale(request: SearchRequest, phrasing: str) -> tuple[float, float] | None:
+    """The shared scale of this phrasing, if several indexes answer the search."""
+    if not request.scale:
+        return None
+    return request.scale[request.phrasings.index(phrasing)]
 
 
 def _low_overall(store: Store, per: Sequence[_Ranked], rows: dict[int, ChunkRow]) -> bool:
