@@ -32,7 +32,6 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from kbseek.documents import ParsedDocument
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
@@ -58,45 +57,24 @@ them into a rate and an ETA."""
 EmbedFn = Callable[[list[str]], np.ndarray]
 
 
-class IndexReport(BaseModel):
-    """What one pass did, for the CLI summary and ``index_status``; read-only once the pass returns.
+@dataclass
+class IndexReport:
+    """What one pass did, for the CLI summary and ``index_status``."""
 
-    Its JSON is what ``kbseek index --json`` prints: each skipped file as ``{path, reason}``, each
-    warning as ``{path, message}``, ``seconds`` to the millisecond, and nothing of a pass another
-    process made (``elsewhere``, ``listing_moved``).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    added: list[str] = Field(default_factory=list)
-    updated: list[str] = Field(default_factory=list)
-    renamed: list[tuple[str, str]] = Field(default_factory=list)
-    """``(old path, new path)`` of each rename."""
-    deleted: list[str] = Field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
-    skipped: list[tuple[str, str]] = Field(default_factory=list)
-    """``(path, reason)`` of each file left out."""
-    warnings: list[tuple[str, str]] = Field(default_factory=list)
-    """``(path, message)`` of each file indexed with a warning."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks_written: int = 0
     chunks_embedded: int = 0
     seconds: float = 0.0
-    elsewhere: bool = Field(default=False, exclude=True)
+    elsewhere: bool = False
     """A pass another process committed to a shared index, which a server that only reads it learned
     of: what it changed is not known here, only whether its listing moved (``listing_moved``)."""
-    listing_moved: bool = Field(default=False, exclude=True)
-
-    @field_serializer("skipped", when_used="json")
-    def _skipped_json(self, skipped: list[tuple[str, str]]) -> list[dict[str, str]]:
-        return [{"path": path, "reason": reason} for path, reason in skipped]
-
-    @field_serializer("warnings", when_used="json")
-    def _warnings_json(self, warnings: list[tuple[str, str]]) -> list[dict[str, str]]:
-        return [{"path": path, "message": message} for path, message in warnings]
-
-    @field_serializer("seconds", when_used="json")
-    def _seconds_json(self, seconds: float) -> float:
-        return round(seconds, 3)
+    listing_moved: bool = False
 
     @property
     def changed(self) -> bool:
@@ -108,32 +86,6 @@ class IndexReport(BaseModel):
     def listing_changed(self) -> bool:
         """Whether the pass added, removed or renamed a document: what a resource listing shows."""
         return self.listing_moved or bool(self.added or self.deleted or self.renamed)
-
-
-@dataclass
-class _Tally:
-    """What a pass has done so far, counted as it goes; :meth:`frozen` is the report it returns."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    renamed: list[tuple[str, str]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-    chunks_written: int = 0
-    chunks_embedded: int = 0
-
-    @property
-    def listing_changed(self) -> bool:
-        return bool(self.added or self.deleted or self.renamed)
-
-    def frozen(self, seconds: float = 0.0) -> IndexReport:
-        return IndexReport(
-            added=self.added, updated=self.updated, renamed=self.renamed, deleted=self.deleted,
-            unchanged=self.unchanged, skipped=self.skipped, warnings=self.warnings,
-            chunks_written=self.chunks_written, chunks_embedded=self.chunks_embedded, seconds=seconds,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -228,7 +180,8 @@ class Indexer:
         if progress:
             progress("scan", len(result.files), len(result.files), "")
         report = self.apply(self.plan(result, scope=scope, prune_disabled=prune_disabled), progress=progress)
-        return report.model_copy(update={"seconds": time.perf_counter() - started})
+        report.seconds = time.perf_counter() - started
+        return report
 
     def plan(
         self, result: ScanResult, *, scope: Scope | None = None, prune_disabled: bool = True
@@ -248,7 +201,7 @@ class Indexer:
         Each document is its own transaction, so cancelling or crashing part way leaves every
         document either as it was or as it is now; the next pass plans what is still left.
         """
-        report = _Tally(unchanged=len(plan.unchanged), skipped=list(plan.skipped))
+        report = IndexReport(unchanged=len(plan.unchanged), skipped=list(plan.skipped))
         states, reparse, scope = plan.states, plan.reparse, plan.scope
         vanished = dict(plan.removed)  # a rename found while reading takes its old path out
         by_hash = plan.rename_sources
@@ -304,7 +257,7 @@ class Indexer:
                 finished_at=time.time(), parse_version=PARSE_VERSION,
                 listing_changed=report.listing_changed,
             )  # fmt: skip
-        return report.frozen()
+        return report
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -349,7 +302,7 @@ class Indexer:
         fs: FileStat,
         old: DocumentState | None,
         by_hash: dict[str, DocumentState],
-        report: _Tally,
+        report: IndexReport,
         *,
         reparse: bool = False,
     ) -> _Prepared | None:
@@ -396,7 +349,7 @@ class Indexer:
             return _Prepared("renamed", fs, digest, parser.name, parsed, twin.id, twin.path)
         return _Prepared("added", fs, digest, parser.name, parsed, None)
 
-    def _write(self, p: _Prepared, report: _Tally) -> int:
+    def _write(self, p: _Prepared, report: IndexReport) -> int:
         """Write one document with its chunks in one transaction; their vectors come in the embed phase.
 
         The chunks are analyzed for the lexical index before the transaction opens (``ingest.analysis``).
@@ -414,7 +367,7 @@ class Indexer:
             getattr(report, p.kind).append(p.file.path)
         return document_id
 
-    def _embedding_ahead(self, report: _Tally) -> EmbedAhead | None:
+    def _embedding_ahead(self, report: IndexReport) -> EmbedAhead | None:
         embed = self.embed
         if embed is None:
             return None
@@ -434,7 +387,7 @@ class Indexer:
         self,
         hashes: list[str],
         inputs: dict[str, ChunkText],
-        report: _Tally,
+        report: IndexReport,
         after_batch: Callable[[], None] | None = None,
     ) -> dict[str, np.ndarray]:
         assert self.embed is not None
@@ -453,7 +406,7 @@ class Indexer:
             dim = len(next(iter(vectors.values())))
             tx.record_embedding(EmbeddingRecord(model=self.model_id, dim=dim, scheme=VECTOR_SCHEME))
 
-    def _backfill_vectors(self, report: _Tally, progress: Progress | None) -> None:
+    def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
         """The embed phase: vectors for every chunk without one (this pass's new chunks, chunks of
         lexical-only passes, all of them after ``--reembed``), committed every few batches.
 
