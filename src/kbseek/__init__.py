@@ -10,32 +10,109 @@ As a library::
             print(hit.path, hit.snippet)
 
 ``help(kbseek.KnowledgeBase)`` documents the rest.
+
+The names in ``__all__`` are the stable API: everything a caller receives or may catch, from
+:class:`KnowledgeBase` and :class:`Library` to the answers (pydantic models) and every
+:class:`KbError`. Import them from ``kbseek``; the modules below it are internal and may change.
 """
 
 from __future__ import annotations
 
-from kbseek.config import Settings
+from kbseek.config import Limits, Settings
 from kbseek.errors import (
+    BadResourceUri,
     ConfigError,
+    DocumentNotFound,
     DocumentRefused,
+    DocumentTooLarge,
     EmbedderUnavailable,
     IndexIncompatible,
     IndexLocked,
+    IndexReadOnly,
+    InvalidArgument,
+    KbBug,
     KbError,
+    LinkRefused,
+    NotARegularFile,
+    NotServable,
+    NotText,
+    PathOutsideRoot,
+    ServiceError,
+    StoreUnavailable,
+    TopicNotFound,
+    UnsupportedExtension,
 )
-from kbseek.ingest.indexer import IndexReport
 from kbseek.kb import KnowledgeBase
+from kbseek.library import Library
+from kbseek.progress import ProgressSnapshot
+from kbseek.responses import (
+    DocumentResponse,
+    Explanation,
+    FetchResponse,
+    IndexProgress,
+    IndexReport,
+    IndexSummary,
+    Legs,
+    MissingChunk,
+    Passage,
+    RecentDocument,
+    RecentDocuments,
+    RelatedHit,
+    RelatedResponse,
+    SearchHit,
+    SearchResponse,
+    SkippedFile,
+    StatusResponse,
+    Topic,
+    TopicsResponse,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BadResourceUri",
     "ConfigError",
+    "DocumentNotFound",
     "DocumentRefused",
+    "DocumentResponse",
+    "DocumentTooLarge",
     "EmbedderUnavailable",
+    "Explanation",
+    "FetchResponse",
     "IndexIncompatible",
     "IndexLocked",
+    "IndexProgress",
+    "IndexReadOnly",
     "IndexReport",
+    "IndexSummary",
+    "InvalidArgument",
+    "KbBug",
     "KbError",
     "KnowledgeBase",
+    "Legs",
+    "Library",
+    "Limits",
+    "LinkRefused",
+    "MissingChunk",
+    "NotARegularFile",
+    "NotServable",
+    "NotText",
+    "Passage",
+    "PathOutsideRoot",
+    "ProgressSnapshot",
+    "RecentDocument",
+    "RecentDocuments",
+    "RelatedHit",
+    "RelatedResponse",
+    "SearchHit",
+    "SearchResponse",
+    "ServiceError",
     "Settings",
+    "SkippedFile",
+    "StatusResponse",
+    "StoreUnavailable",
+    "Topic",
+    "TopicNotFound",
+    "TopicsResponse",
+    "UnsupportedExtension",
 ]

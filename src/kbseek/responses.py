@@ -7,6 +7,9 @@ reader always knows whether it saw everything.
 
 Field descriptions are the output schemas an agent reads in its tool list, so they are
 short and leave out what a field's name says (decision 0035).
+
+:class:`IndexReport`, what an indexing pass did, is defined beside the indexer that fills it in
+and shown here with the other answers.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, WithJsonSchema, computed_field
 from pydantic.json_schema import SkipJsonSchema
+
+from kbseek.ingest.indexer import IndexReport as IndexReport
 
 
 class IndexSummary(BaseModel):

@@ -266,14 +266,7 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
             "(fix the model, or pass --lexical-only)"
         )
     if as_json:
-        click.echo(json.dumps({
-            "added": report.added, "updated": report.updated, "renamed": report.renamed,
-            "deleted": report.deleted, "unchanged": report.unchanged,
-            "skipped": [{"path": p, "reason": r} for p, r in report.skipped],
-            "warnings": [{"path": p, "message": m} for p, m in report.warnings],
-            "chunks_written": report.chunks_written, "chunks_embedded": report.chunks_embedded,
-            "seconds": round(report.seconds, 3),
-        }, ensure_ascii=False, indent=2))  # fmt: skip
+        click.echo(report.model_dump_json(indent=2))
     else:
         click.echo(_summary(report, kb))
 

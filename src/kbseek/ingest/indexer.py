@@ -9,10 +9,6 @@ are made while later documents are parsed (``ingest.embed_ahead``) and after
 every document is written (the embed phase); chunks left without one by a
 crash or a lexical-only pass are embedded by the next pass.
 
-A pass plans before it writes (``Indexer.plan``, ``ingest.plan``): the comparison of the scan with
-the store is worked out without a write, so it can be looked at and tested on its own, and
-``Indexer.apply`` is left with only the reading, parsing and writing.
-
 Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
 indexed only if a read would accept it: no symlink anywhere on its path, no hard link, a regular
 file, within ``max_file_bytes`` counted on the bytes actually read, all checked again at read time
@@ -32,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from kbseek.documents import ParsedDocument
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
@@ -42,7 +39,6 @@ from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.guard import read_regular_file
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
-from kbseek.ingest.plan import IndexPlan, plan_pass
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
 from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
 
@@ -57,24 +53,45 @@ them into a rate and an ETA."""
 EmbedFn = Callable[[list[str]], np.ndarray]
 
 
-@dataclass
-class IndexReport:
-    """What one pass did, for the CLI summary and ``index_status``."""
+class IndexReport(BaseModel):
+    """What one pass did, for the CLI summary and ``index_status``; read-only once the pass returns.
 
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    renamed: list[tuple[str, str]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
+    Its JSON is what ``kbseek index --json`` prints: each skipped file as ``{path, reason}``, each
+    warning as ``{path, message}``, ``seconds`` to the millisecond, and nothing of a pass another
+    process made (``elsewhere``, ``listing_moved``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    added: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+    renamed: list[tuple[str, str]] = Field(default_factory=list)
+    """``(old path, new path)`` of each rename."""
+    deleted: list[str] = Field(default_factory=list)
     unchanged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = Field(default_factory=list)
+    """``(path, reason)`` of each file left out."""
+    warnings: list[tuple[str, str]] = Field(default_factory=list)
+    """``(path, message)`` of each file indexed with a warning."""
     chunks_written: int = 0
     chunks_embedded: int = 0
     seconds: float = 0.0
-    elsewhere: bool = False
+    elsewhere: bool = Field(default=False, exclude=True)
     """A pass another process committed to a shared index, which a server that only reads it learned
     of: what it changed is not known here, only whether its listing moved (``listing_moved``)."""
-    listing_moved: bool = False
+    listing_moved: bool = Field(default=False, exclude=True)
+
+    @field_serializer("skipped", when_used="json")
+    def _skipped_json(self, skipped: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [{"path": path, "reason": reason} for path, reason in skipped]
+
+    @field_serializer("warnings", when_used="json")
+    def _warnings_json(self, warnings: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [{"path": path, "message": message} for path, message in warnings]
+
+    @field_serializer("seconds", when_used="json")
+    def _seconds_json(self, seconds: float) -> float:
+        return round(seconds, 3)
 
     @property
     def changed(self) -> bool:
@@ -86,6 +103,32 @@ class IndexReport:
     def listing_changed(self) -> bool:
         """Whether the pass added, removed or renamed a document: what a resource listing shows."""
         return self.listing_moved or bool(self.added or self.deleted or self.renamed)
+
+
+@dataclass
+class _Tally:
+    """What a pass has done so far, counted as it goes; :meth:`frozen` is the report it returns."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+
+    @property
+    def listing_changed(self) -> bool:
+        return bool(self.added or self.deleted or self.renamed)
+
+    def frozen(self, seconds: float = 0.0) -> IndexReport:
+        return IndexReport(
+            added=self.added, updated=self.updated, renamed=self.renamed, deleted=self.deleted,
+            unchanged=self.unchanged, skipped=self.skipped, warnings=self.warnings,
+            chunks_written=self.chunks_written, chunks_embedded=self.chunks_embedded, seconds=seconds,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -158,7 +201,7 @@ class Indexer:
         scope: Scope | None = None,
         prune_disabled: bool = True,
     ) -> IndexReport:
-        """One incremental pass: scan, :meth:`plan` what changed, :meth:`apply` it.
+        """One incremental pass.
 
         ``prune_disabled=False`` (the server's freshness passes) keeps rows whose extension the
         active registry no longer opens: narrowing ``[parsers].enabled`` leaves them findable until
@@ -173,47 +216,44 @@ class Indexer:
         if scope is not None and self._parsed_by_older_version():
             scope = scanned = None  # every file must be read again: the whole tree it is
         started = time.perf_counter()
+        report = _Tally()
         self._check_model()
         if progress and scanned is None:
             progress("scan", 0, None, "")
         result = scanned or self.quick_scan()
         if progress:
             progress("scan", len(result.files), len(result.files), "")
-        report = self.apply(self.plan(result, scope=scope, prune_disabled=prune_disabled), progress=progress)
-        report.seconds = time.perf_counter() - started
-        return report
+        report.skipped.extend((s.path, s.reason) for s in result.skipped)
+        reparse = self._parsed_by_older_version()
+        if scope is None:
+            states = self.store.document_states()
+        else:
+            states = self.store.document_states(scope.paths, scope.folders)
 
-    def plan(
-        self, result: ScanResult, *, scope: Scope | None = None, prune_disabled: bool = True
-    ) -> IndexPlan:
-        """What a pass over ``result`` would change, without writing anything (``ingest.plan``).
-
-        An index parsed by an older ``PARSE_VERSION`` has every file of the scan read again.
-        """
-        return plan_pass(
-            self.store, self.registry, result, reparse=self._parsed_by_older_version(), scope=scope,
-            prune_disabled=prune_disabled,
-        )  # fmt: skip
-
-    def apply(self, plan: IndexPlan, *, progress: Progress | None = None) -> IndexReport:
-        """Write ``plan``: read, parse and write each file to read, delete what is gone, embed.
-
-        Each document is its own transaction, so cancelling or crashing part way leaves every
-        document either as it was or as it is now; the next pass plans what is still left.
-        """
-        report = IndexReport(unchanged=len(plan.unchanged), skipped=list(plan.skipped))
-        states, reparse, scope = plan.states, plan.reparse, plan.scope
-        vanished = dict(plan.removed)  # a rename found while reading takes its old path out
-        by_hash = plan.rename_sources
+        to_read: list[FileStat] = []
+        for path, fs in result.files.items():
+            old = states.get(path)
+            if old is not None and not reparse and (old.size, old.mtime_ns) == (fs.size, fs.mtime_ns):
+                report.unchanged += 1
+            else:
+                to_read.append(fs)
+        vanished = {
+            p: s
+            for p, s in states.items()
+            if p not in result.files and (prune_disabled or self.registry.for_path(p) is not None)
+        }
+        by_hash: dict[str, DocumentState] = {}
+        for s in vanished.values():
+            by_hash.setdefault(s.content_hash, s)
 
         # Each document is written at once without vectors; the embed phase below gives vectors to
         # every chunk lacking one. Parsing first makes new text searchable by keyword within
         # seconds, and lets the slow phase (embedding) know its total, so its ETA means something.
         # While it parses, a worker embeds what is already written (``ingest.embed_ahead``).
-        total = len(plan.to_read)
+        total = len(to_read)
         ahead = self._embedding_ahead(report) if total > 1 else None
         try:
-            for done, fs in enumerate(plan.to_read, 1):
+            for done, fs in enumerate(to_read, 1):
                 if progress:
                     progress("parse", done - 1, total, fs.path)
                 prepared = self._prepare(fs, states.get(fs.path), by_hash, report, reparse=reparse)
@@ -235,7 +275,7 @@ class Indexer:
 
         # A file that failed to read this time but was indexed before must not keep serving stale text.
         # A document no enabled parser opens is listed as skipped too, but that is not a failed read:
-        # whether its old rows go is prune_disabled's decision in the plan (D4).
+        # whether its old rows go is prune_disabled's decision above (D4).
         unreadable = {
             p for p, _ in report.skipped
             if p in states and p not in vanished and self.registry.for_path(p) is not None
@@ -257,7 +297,7 @@ class Indexer:
                 finished_at=time.time(), parse_version=PARSE_VERSION,
                 listing_changed=report.listing_changed,
             )  # fmt: skip
-        return report
+        return report.frozen(seconds=time.perf_counter() - started)
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -302,7 +342,7 @@ class Indexer:
         fs: FileStat,
         old: DocumentState | None,
         by_hash: dict[str, DocumentState],
-        report: IndexReport,
+        report: _Tally,
         *,
         reparse: bool = False,
     ) -> _Prepared | None:
@@ -349,7 +389,7 @@ class Indexer:
             return _Prepared("renamed", fs, digest, parser.name, parsed, twin.id, twin.path)
         return _Prepared("added", fs, digest, parser.name, parsed, None)
 
-    def _write(self, p: _Prepared, report: IndexReport) -> int:
+    def _write(self, p: _Prepared, report: _Tally) -> int:
         """Write one document with its chunks in one transaction; their vectors come in the embed phase.
 
         The chunks are analyzed for the lexical index before the transaction opens (``ingest.analysis``).
@@ -367,7 +407,7 @@ class Indexer:
             getattr(report, p.kind).append(p.file.path)
         return document_id
 
-    def _embedding_ahead(self, report: IndexReport) -> EmbedAhead | None:
+    def _embedding_ahead(self, report: _Tally) -> EmbedAhead | None:
         embed = self.embed
         if embed is None:
             return None
@@ -387,7 +427,7 @@ class Indexer:
         self,
         hashes: list[str],
         inputs: dict[str, ChunkText],
-        report: IndexReport,
+        report: _Tally,
         after_batch: Callable[[], None] | None = None,
     ) -> dict[str, np.ndarray]:
         assert self.embed is not None
@@ -406,7 +446,7 @@ class Indexer:
             dim = len(next(iter(vectors.values())))
             tx.record_embedding(EmbeddingRecord(model=self.model_id, dim=dim, scheme=VECTOR_SCHEME))
 
-    def _backfill_vectors(self, report: IndexReport, progress: Progress | None) -> None:
+    def _backfill_vectors(self, report: _Tally, progress: Progress | None) -> None:
         """The embed phase: vectors for every chunk without one (this pass's new chunks, chunks of
         lexical-only passes, all of them after ``--reembed``), committed every few batches.
 
