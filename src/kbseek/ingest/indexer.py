@@ -9,6 +9,10 @@ are made while later documents are parsed (``ingest.embed_ahead``) and after
 every document is written (the embed phase); chunks left without one by a
 crash or a lexical-only pass are embedded by the next pass.
 
+A pass plans before it writes (``Indexer.plan``, ``ingest.plan``): the comparison of the scan with
+the store is worked out without a write, so it can be looked at and tested on its own, and
+``Indexer.apply`` is left with only the reading, parsing and writing.
+
 Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
 indexed only if a read would accept it: no symlink anywhere on its path, no hard link, a regular
 file, within ``max_file_bytes`` counted on the bytes actually read, all checked again at read time
@@ -39,6 +43,7 @@ from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.guard import read_regular_file
 from kbseek.ingest.parsers import PARSE_VERSION, Registry
+from kbseek.ingest.plan import IndexPlan, plan_pass
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
 from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
 
@@ -201,7 +206,7 @@ class Indexer:
         scope: Scope | None = None,
         prune_disabled: bool = True,
     ) -> IndexReport:
-        """One incremental pass.
+        """One incremental pass: scan, :meth:`plan` what changed, :meth:`apply` it.
 
         ``prune_disabled=False`` (the server's freshness passes) keeps rows whose extension the
         active registry no longer opens: narrowing ``[parsers].enabled`` leaves them findable until
@@ -216,44 +221,46 @@ class Indexer:
         if scope is not None and self._parsed_by_older_version():
             scope = scanned = None  # every file must be read again: the whole tree it is
         started = time.perf_counter()
-        report = _Tally()
         self._check_model()
         if progress and scanned is None:
             progress("scan", 0, None, "")
         result = scanned or self.quick_scan()
         if progress:
             progress("scan", len(result.files), len(result.files), "")
-        report.skipped.extend((s.path, s.reason) for s in result.skipped)
-        reparse = self._parsed_by_older_version()
-        if scope is None:
-            states = self.store.document_states()
-        else:
-            states = self.store.document_states(scope.paths, scope.folders)
+        report = self.apply(self.plan(result, scope=scope, prune_disabled=prune_disabled), progress=progress)
+        return report.model_copy(update={"seconds": time.perf_counter() - started})
 
-        to_read: list[FileStat] = []
-        for path, fs in result.files.items():
-            old = states.get(path)
-            if old is not None and not reparse and (old.size, old.mtime_ns) == (fs.size, fs.mtime_ns):
-                report.unchanged += 1
-            else:
-                to_read.append(fs)
-        vanished = {
-            p: s
-            for p, s in states.items()
-            if p not in result.files and (prune_disabled or self.registry.for_path(p) is not None)
-        }
-        by_hash: dict[str, DocumentState] = {}
-        for s in vanished.values():
-            by_hash.setdefault(s.content_hash, s)
+    def plan(
+        self, result: ScanResult, *, scope: Scope | None = None, prune_disabled: bool = True
+    ) -> IndexPlan:
+        """What a pass over ``result`` would change, without writing anything (``ingest.plan``).
+
+        An index parsed by an older ``PARSE_VERSION`` has every file of the scan read again.
+        """
+        return plan_pass(
+            self.store, self.registry, result, reparse=self._parsed_by_older_version(), scope=scope,
+            prune_disabled=prune_disabled,
+        )  # fmt: skip
+
+    def apply(self, plan: IndexPlan, *, progress: Progress | None = None) -> IndexReport:
+        """Write ``plan``: read, parse and write each file to read, delete what is gone, embed.
+
+        Each document is its own transaction, so cancelling or crashing part way leaves every
+        document either as it was or as it is now; the next pass plans what is still left.
+        """
+        report = _Tally(unchanged=len(plan.unchanged), skipped=list(plan.skipped))
+        states, reparse, scope = plan.states, plan.reparse, plan.scope
+        vanished = dict(plan.removed)  # a rename found while reading takes its old path out
+        by_hash = plan.rename_sources
 
         # Each document is written at once without vectors; the embed phase below gives vectors to
         # every chunk lacking one. Parsing first makes new text searchable by keyword within
         # seconds, and lets the slow phase (embedding) know its total, so its ETA means something.
         # While it parses, a worker embeds what is already written (``ingest.embed_ahead``).
-        total = len(to_read)
+        total = len(plan.to_read)
         ahead = self._embedding_ahead(report) if total > 1 else None
         try:
-            for done, fs in enumerate(to_read, 1):
+            for done, fs in enumerate(plan.to_read, 1):
                 if progress:
                     progress("parse", done - 1, total, fs.path)
                 prepared = self._prepare(fs, states.get(fs.path), by_hash, report, reparse=reparse)
@@ -275,7 +282,7 @@ class Indexer:
 
         # A file that failed to read this time but was indexed before must not keep serving stale text.
         # A document no enabled parser opens is listed as skipped too, but that is not a failed read:
-        # whether its old rows go is prune_disabled's decision above (D4).
+        # whether its old rows go is prune_disabled's decision in the plan (D4).
         unreadable = {
             p for p, _ in report.skipped
             if p in states and p not in vanished and self.registry.for_path(p) is not None
@@ -297,7 +304,7 @@ class Indexer:
                 finished_at=time.time(), parse_version=PARSE_VERSION,
                 listing_changed=report.listing_changed,
             )  # fmt: skip
-        return report.frozen(seconds=time.perf_counter() - started)
+        return report.frozen()
 
     # -- steps -------------------------------------------------------------------------------------
 
