@@ -372,7 +372,7 @@ def serve(
         port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
         max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
     )  # fmt: skip
-    app = build_http_app(build_server(kb, library=library), policy, build_web_app(kb))
+    app = build_http_app(build_server(kb, library=library), policy, build_web_app(kb, library))
     click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
     serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
 

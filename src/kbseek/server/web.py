@@ -6,6 +6,12 @@ external asset and works offline; a Content-Security-Policy of ``'self'`` makes
 that a rule the browser enforces, and the script renders document text with
 ``textContent`` only, so a note holding ``<script>`` is shown, never run.
 
+When the server holds several collections (``kbseek serve --kb A --kb B``), ``/api/collections``
+names them, ``/api/search`` takes ``kb=`` (repeatable; all by default) and answers one ranking
+through :meth:`Library.search`, each hit naming its ``kb``, and the document, related, status and
+topics endpoints take ``kb=`` to address one collection (the default when omitted). With one
+knowledge base every answer is the one it gave before.
+
 It is served to loopback clients only unless ``--ui-allow-remote``: the page
 reads the whole knowledge base, and Host/Origin checks alone do not stop a
 neighbour on the network from opening it.
@@ -23,6 +29,7 @@ from starlette.routing import Route
 
 from kbseek import KnowledgeBase
 from kbseek.errors import InvalidArgument
+from kbseek.library import Library, collection_name
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
 
@@ -75,7 +82,39 @@ async def _answer(request: Request, call: Callable[[], BaseModel]) -> JSONRespon
         return _error(answer.http, text)
 
 
-def build_web_app(kb: KnowledgeBase) -> Starlette:
+class Collection(BaseModel):
+    name: str
+    root: str | None
+    """The folder's name (never its full path), or ``None`` for a server reading a database index."""
+    documents: int
+
+
+class Collections(BaseModel):
+    """What ``/api/collections`` answers: the page shows a picker when it lists more than one."""
+
+    default: str
+    collections: list[Collection]
+
+
+def _collection(name: str, kb: KnowledgeBase) -> Collection:
+    return Collection(name=name, root=kb.root.name if kb.root else None, documents=kb.summary().documents)
+
+
+def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlette:
+    """The page and its API over ``kb``, or over ``library``'s collections when it is given (``kb`` is
+    then its default)."""
+
+    def chosen(request: Request) -> KnowledgeBase:
+        """The one knowledge base a read addresses: ``kb=``, or the default."""
+        name = request.query_params.get("kb") or None
+        return library[library.pick_one(name)] if library is not None else kb
+
+    def collections_answer() -> BaseModel:
+        if library is None:
+            name = collection_name(kb.root) if kb.root else "kb"
+            return Collections(default=name, collections=[_collection(name, kb)])
+        return Collections(default=library.default, collections=[_collection(n, k) for n, k in library])
+
     async def asset(request: Request) -> Response:
         name, media_type = ASSETS[request.url.path]
         return Response(_asset(name), media_type=media_type, headers=SECURITY_HEADERS)
@@ -88,6 +127,15 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
                 raise InvalidArgument(
                     "q is empty: pass the words or question to search for, e.g. /api/search?q=rollback"
                 )
+            names = [n for n in request.query_params.getlist("kb") if n.strip()]
+            if library is not None:  # several, or one: the library answers as the knowledge base would
+                return library.search(
+                    query, kb=names or None, limit=_int_param(request, "limit"),
+                    path_prefix=request.query_params.get("path_prefix") or None,
+                    tags=[t for t in request.query_params.getlist("tag") if t.strip()],
+                    snippet_chars=_int_param(request, "snippet_chars"),
+                    also=request.query_params.getlist("also"),
+                )  # fmt: skip
             return kb.search(
                 query,
                 limit=_int_param(request, "limit"),
@@ -100,10 +148,13 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
         return await _answer(request, call)
 
     async def status(request: Request) -> Response:
-        return await _answer(request, kb.status)
+        return await _answer(request, lambda: chosen(request).status())
 
     async def topics(request: Request) -> Response:
-        return await _answer(request, kb.topics)
+        return await _answer(request, lambda: chosen(request).topics())
+
+    async def collections(request: Request) -> Response:
+        return await _answer(request, collections_answer)
 
     async def document(request: Request) -> Response:
         path = request.query_params.get("path", "")
@@ -112,7 +163,9 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
             if not path:
                 raise InvalidArgument("path is empty: pass a document path from a search hit")
             offset = _int_param(request, "offset") or 0
-            return kb.read_document(path, offset=offset, max_chars=_int_param(request, "max_chars"))
+            return chosen(request).read_document(
+                path, offset=offset, max_chars=_int_param(request, "max_chars")
+            )
 
         return await _answer(request, call)
 
@@ -121,7 +174,8 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
         path = request.query_params.get("path") or None
         chunk_id = request.query_params.get("chunk_id") or None
         return await _answer(
-            request, lambda: kb.related(path, chunk_id=chunk_id, limit=_int_param(request, "limit"))
+            request,
+            lambda: chosen(request).related(path, chunk_id=chunk_id, limit=_int_param(request, "limit")),
         )
 
     routes: list[Any] = [Route(path, asset) for path in ASSETS]
@@ -131,5 +185,6 @@ def build_web_app(kb: KnowledgeBase) -> Starlette:
         Route("/api/topics", topics),
         Route("/api/document", document),
         Route("/api/related", related),
+        Route("/api/collections", collections),
     ]
     return Starlette(routes=routes)

@@ -7,7 +7,9 @@ const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kbseek-token";
 const HINT = "Ask a question or type some keywords, in English or 日本語. Each result links to the note it comes from.";
 let statusTimer = null;
-let openDoc = null; // {path, next}
+let openDoc = null; // {path, next, kb}
+let collections = []; // the collections' names when the server holds several; empty with one
+let defaultCollection = ""; // the one the status band describes when there are several
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -115,10 +117,16 @@ function highlighted(snippet, spans) {
 function groupByDocument(hits) {
   const groups = new Map();
   for (const hit of hits) {
-    if (!groups.has(hit.path)) groups.set(hit.path, []);
-    groups.get(hit.path).push(hit);
+    const key = (hit.kb || "") + "\u0000" + hit.path; // the same path in two collections is two documents
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(hit);
   }
   return [...groups.values()];
+}
+
+// The address of a document: its path, and its collection when the server holds several.
+function docHash(path, kb) {
+  return "#doc=" + encodeURIComponent(path) + (kb ? "&kb=" + encodeURIComponent(kb) : "");
 }
 
 function renderGroup(hits) {
@@ -127,10 +135,13 @@ function renderGroup(hits) {
   item.append(el("span", "score", first.score.toFixed(3)));
   const title = el("h3");
   const link = el("a", "", first.title || first.path);
-  link.href = "#doc=" + encodeURIComponent(first.path);
+  link.href = docHash(first.path, first.kb);
   title.append(link);
   item.append(title);
-  item.append(el("div", "where", first.path));
+  const where = el("div", "where");
+  if (first.kb) where.append(el("span", "collection", first.kb), " ");
+  where.append(document.createTextNode(first.path));
+  item.append(where);
   for (const hit of hits) {
     const section = el("div", "section");
     const where = hit.heading_path.length > 1 ? hit.heading_path.slice(1).join(" › ") + " — " : "";
@@ -142,16 +153,16 @@ function renderGroup(hits) {
   return item;
 }
 
-async function showRelated(path) {
+async function showRelated(path, kb) {
   const aside = $("related");
   aside.hidden = true;
   try {
-    const r = await api("/api/related", [["path", path]]);
-    if (!openDoc || openDoc.path !== r.path) return; // another document was opened meanwhile
+    const r = await api("/api/related", [["path", path], ...(kb ? [["kb", kb]] : [])]);
+    if (!openDoc || openDoc.path !== r.path || openDoc.kb !== kb) return; // another document was opened meanwhile
     $("related-list").replaceChildren(...r.hits.map((h) => {
       const item = el("li");
       const link = el("a", "", h.title || h.path);
-      link.href = "#doc=" + encodeURIComponent(h.path);
+      link.href = docHash(h.path, kb); // related documents are in the same collection
       item.append(link, el("div", "why", h.why.join(" · ")));
       return item;
     }));
@@ -172,6 +183,8 @@ async function search(event, initial) {
   if (q) state.set("q", q);
   if (prefix) state.set("prefix", prefix);
   if (tag) state.set("tag", tag);
+  const chosen = chosenCollections();
+  if (chosen.length < collections.length) for (const name of chosen) state.append("kb", name);
   const hash = initial ? window.location.hash : "";
   history.replaceState(null, "", "/ui" + (state.toString() ? "?" + state : "") + hash);
   if (!initial) showResults();
@@ -181,7 +194,13 @@ async function search(event, initial) {
     say(HINT);
     return;
   }
+  if (collections.length && !chosen.length) {
+    results.replaceChildren();
+    say("Pick at least one collection to search.", true);
+    return;
+  }
   const params = [["q", q], ["limit", "20"]];
+  for (const name of chosen) params.push(["kb", name]);
   if (prefix) params.push(["path_prefix", prefix]);
   for (const t of tag.split(",").map((s) => s.trim()).filter(Boolean)) params.push(["tag", t]);
   say("Searching…");
@@ -211,16 +230,18 @@ function showResults() {
   $("message").hidden = false;
 }
 
-async function showDocument(path, more) {
+async function showDocument(path, more, kb) {
   try {
     const offset = more && openDoc ? openDoc.next : 0;
-    const d = await api("/api/document", [["path", path], ["offset", String(offset)]]);
+    const params = [["path", path], ["offset", String(offset)]];
+    if (kb) params.push(["kb", kb]);
+    const d = await api("/api/document", params);
     const text = $("document-text");
     if (more) text.append(document.createTextNode(d.text));
     else text.textContent = d.text;
-    $("document-path").textContent = d.path;
-    openDoc = { path: d.path, next: d.next_offset };
-    if (!more) showRelated(d.path);
+    $("document-path").textContent = kb ? `${kb}: ${d.path}` : d.path;
+    openDoc = { path: d.path, next: d.next_offset, kb };
+    if (!more) showRelated(d.path, kb);
     $("more").hidden = !d.truncated;
     $("document").hidden = false;
     $("results").hidden = true;
@@ -233,7 +254,10 @@ async function showDocument(path, more) {
 
 function route() {
   const hash = window.location.hash;
-  if (hash.startsWith("#doc=")) showDocument(decodeURIComponent(hash.slice(5)), false);
+  if (hash.startsWith("#doc=")) {
+    const at = new URLSearchParams(hash.slice(1));
+    showDocument(at.get("doc"), false, at.get("kb") || undefined);
+  }
   else showResults();
 }
 
@@ -266,7 +290,8 @@ async function refreshStatus() {
     const s = await api("/api/status");
     busy = s.indexing;
     const parts = [
-      el("span", "", `${plural(s.documents, "document")} · ${plural(s.chunks, "chunk")}`),
+      el("span", "", `${defaultCollection ? defaultCollection + ": " : ""}` +
+        `${plural(s.documents, "document")} · ${plural(s.chunks, "chunk")}`),
       el("span", "", ` · model ${s.model || "none"} (${semanticState(s)})`),
       watcherSpan(s),
       el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
@@ -285,18 +310,57 @@ async function refreshStatus() {
   statusTimer = setTimeout(refreshStatus, busy ? 1000 : 5000);
 }
 
+// The folders of every collection, counted together: a folder narrows the search in each one.
 async function loadFolders() {
   try {
-    const t = await api("/api/topics");
+    const answers = collections.length
+      ? await Promise.all(collections.map((name) => api("/api/topics", [["kb", name]])))
+      : [await api("/api/topics")];
+    const counts = new Map();
+    for (const t of answers) {
+      for (const topic of t.topics) {
+        if (topic.prefix) counts.set(topic.prefix, (counts.get(topic.prefix) || 0) + topic.documents);
+      }
+    }
     const select = $("prefix");
     const wanted = new URLSearchParams(window.location.search).get("prefix") || "";
-    for (const topic of t.topics) {
-      if (!topic.prefix) continue;
-      const option = el("option", "", `${topic.prefix} (${topic.documents})`);
-      option.value = topic.prefix;
+    select.replaceChildren(select.options[0]);
+    for (const [prefix, documents] of [...counts].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const option = el("option", "", `${prefix} (${documents})`);
+      option.value = prefix;
       select.append(option);
     }
     select.value = wanted;
+  } catch (error) {
+    if (error instanceof Unauthorized) askForToken();
+  }
+}
+
+function chosenCollections() {
+  return [...document.querySelectorAll("#collections input:checked")].map((box) => box.value);
+}
+
+// With several collections, a checkbox for each beside the search box (all checked unless the
+// address names some); with one, nothing is shown and searches are as they always were.
+async function loadCollections() {
+  try {
+    const r = await api("/api/collections");
+    collections = r.collections.length > 1 ? r.collections.map((c) => c.name) : [];
+    defaultCollection = collections.length ? r.default : "";
+    const wanted = new URLSearchParams(window.location.search).getAll("kb");
+    const boxes = collections.length ? r.collections.map((c) => {
+      const label = el("label", "", c.name);
+      if (c.root) label.title = `${c.root} · ${plural(c.documents, "document")}`;
+      const box = el("input");
+      box.type = "checkbox";
+      box.value = c.name;
+      box.checked = !wanted.length || wanted.includes(c.name);
+      box.addEventListener("change", () => $("q").value.trim() && search());
+      label.prepend(box);
+      return label;
+    }) : [];
+    $("collections").replaceChildren(...boxes);
+    $("collections").hidden = !collections.length;
   } catch (error) {
     if (error instanceof Unauthorized) askForToken();
   }
@@ -312,23 +376,24 @@ function start() {
     history.pushState(null, "", window.location.pathname + window.location.search);
     showResults();
   });
-  $("more").addEventListener("click", () => openDoc && showDocument(openDoc.path, true));
+  $("more").addEventListener("click", () => openDoc && showDocument(openDoc.path, true, openDoc.kb));
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value);
     $("token-form").hidden = true;
     say("");
-    loadFolders();
+    loadCollections().then(loadFolders);
     refreshStatus();
     if ($("q").value.trim()) search();
   });
   window.addEventListener("hashchange", route);
-  loadFolders().then(() => {
+  const ready = loadCollections(); // the picker first: searches and folders depend on it
+  ready.then(refreshStatus);
+  ready.then(loadFolders).then(() => {
     if ($("q").value.trim()) search(null, true);
     else say(HINT);
     route();
   });
-  refreshStatus();
 }
 
 start();
