@@ -23,9 +23,9 @@ from hypothesis import settings
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.embed.base import EmbedderSpec
+from kbseek.embed import PROVIDERS
 from kbseek.embed.local import LocalEmbedder
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, fake_providers
 
 # HYPOTHESIS_PROFILE=soak runs every property with many more examples: the default run draws fresh
 # random cases each time, so a rare counterexample can surface in any run; soak looks for them first.
@@ -121,21 +121,16 @@ def real_model_only_when_slow(
 
 
 @pytest.fixture
-def fake_model(monkeypatch: pytest.MonkeyPatch) -> list[FakeEmbedder]:
+def fake_model() -> Iterator[list[FakeEmbedder]]:
     """Code that builds its own embedder from the config (the CLI, doctor) gets a fresh FakeEmbedder.
 
-    Every one has the same model id, as separate runs of one real model would; the list holds them
-    in the order they were made, for a test that wants to look at what was asked of them.
+    Every provider in the registry builds one for the test, so it does not matter which module
+    calls ``make_embedder``. Every one has the same model id, as separate runs of one real model
+    would; the list holds them in the order they were made, for a test that wants to look at what
+    was asked of them.
     """
-    made: list[FakeEmbedder] = []
-
-    def make_fake(spec: EmbedderSpec) -> FakeEmbedder:
-        made.append(FakeEmbedder())
-        return made[-1]
-
-    monkeypatch.setattr("kbseek.kb.make_embedder", make_fake)
-    monkeypatch.setattr("kbseek.cli.doctor.configuration.make_embedder", make_fake)
-    return made
+    with fake_providers(*PROVIDERS) as made:
+        yield made
 
 
 def write_notes(root: Path, notes: dict[str, str]) -> None:

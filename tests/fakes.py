@@ -28,6 +28,9 @@ Knobs for the states a real model goes through:
 - ``model_id``: build an index "with another model".
 
 Counters record what was asked of it.
+
+:func:`fake_providers` makes provider names build a FakeEmbedder through the embedder registry, so
+code that builds its own embedder from a configuration gets one wherever it calls ``make_embedder``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ import hashlib
 import math
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
+from kbseek.embed import PROVIDERS, EmbedderSpec, register_provider
 from kbseek.embed.base import check_texts
 from kbseek.errors import EmbedderUnavailable
 from kbseek.text.analyzer import terms
@@ -164,3 +169,29 @@ class FakeEmbedder:
         if norm > 0.0:
             v /= norm
         return v.astype(np.float32)
+
+
+@contextmanager
+def fake_providers(*names: str) -> Iterator[list[FakeEmbedder]]:
+    """Make each of ``names`` a provider that builds a fresh :class:`FakeEmbedder`, for the block.
+
+    A new name (``"fake"``) is registered and removed afterwards; a registered one (a built-in) has
+    its factory swapped and put back, in its place in the list. Yields the embedders made, in order.
+    """
+    made: list[FakeEmbedder] = []
+
+    def make_fake(spec: EmbedderSpec) -> FakeEmbedder:
+        made.append(FakeEmbedder())
+        return made[-1]
+
+    previous = {name: PROVIDERS[name] for name in names if name in PROVIDERS}
+    for name in names:
+        register_provider(name, make_fake, replace=True)
+    try:
+        yield made
+    finally:
+        for name in names:
+            if name in previous:
+                register_provider(name, previous[name], replace=True)
+            else:
+                PROVIDERS.unregister(name)

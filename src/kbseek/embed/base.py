@@ -18,17 +18,87 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from kbseek.errors import ConfigError, EmbedderUnavailable
 
-#: Providers :func:`kbseek.embed.factory.make_embedder` knows, in the order shown in messages.
-PROVIDERS: tuple[str, ...] = ("use", "e5", "use+e5", "http")
+F = TypeVar("F")
+
+
+class Registry(Mapping[str, F]):
+    """Names mapped to the factories that build what they name, in the order they were registered.
+
+    One mapping is the single list of what exists: validation asks it whether a configured name is
+    known, the messages list its names, and construction looks the factory up in it, so a name
+    cannot be accepted by one and missing from another. It holds factories, not classes, so that
+    registering costs nothing: a factory imports its implementation only when it is called.
+    Names are trimmed and lower-cased, as ``EmbedderSpec`` reads the configured one.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        """What the names are, for messages ("embedding provider")."""
+        self._factories: dict[str, F] = {}
+
+    def register(self, name: str, factory: F, *, replace: bool = False) -> F:
+        """Add ``name``; an existing name is refused unless ``replace``, so two plugins cannot
+        silently take the same name, and a test can still swap a built-in out."""
+        key = name.strip().lower()
+        if not key:
+            raise ValueError(f"a {self.kind} needs a name")
+        if key in self._factories and not replace:
+            raise ValueError(f"{self.kind} {key!r} is already registered")
+        self._factories[key] = factory
+        return factory
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test's temporary provider); an unknown name is an error."""
+        del self._factories[name.strip().lower()]
+
+    def choices(self) -> str:
+        """The names as a quoted, comma-separated list for messages."""
+        return ", ".join(repr(n) for n in self._factories)
+
+    def lookup(self, name: object) -> F:
+        """The factory for ``name``, or a :class:`ConfigError` that lists the names there are."""
+        factory = self._factories.get(name.strip().lower()) if isinstance(name, str) else None
+        if factory is None:
+            raise ConfigError(f"unknown {self.kind} {name!r}; choose one of {self.choices()}")
+        return factory
+
+    def __contains__(self, name: object) -> bool:
+        # A configuration value may be any TOML type; a list must be "unknown", not a TypeError.
+        return isinstance(name, str) and name in self._factories
+
+    def __getitem__(self, name: str) -> F:
+        return self._factories[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+
+EmbedderFactory = Callable[["EmbedderSpec"], "Embedder"]
+"""Builds the embedder a validated spec describes, cheaply: loading waits for :meth:`Embedder.load`."""
+
+#: The embedding providers by name, in the order shown in messages. The built-ins are registered by
+#: ``embed.factory``, which the package ``kbseek.embed`` imports, so they are in place before any
+#: module of the package is used; this module cannot register them itself, since their factories
+#: import the providers, which import this module.
+PROVIDERS: Registry[EmbedderFactory] = Registry("embedding provider")
+
+
+def register_provider(name: str, factory: EmbedderFactory, *, replace: bool = False) -> EmbedderFactory:
+    """Make ``name`` a valid ``[embed] provider`` built by ``factory`` (see :class:`Registry`)."""
+    return PROVIDERS.register(name, factory, replace=replace)
+
 
 #: Both local models side by side (``embed.pair``): USE across languages, e5 within one.
 PAIR = "use+e5"
@@ -372,4 +442,4 @@ def _check_int(name: str, value: object, *, low: int, high: int) -> None:
 
 def provider_list() -> str:
     """The providers as a quoted, comma-separated list for messages."""
-    return ", ".join(repr(p) for p in PROVIDERS)
+    return PROVIDERS.choices()
