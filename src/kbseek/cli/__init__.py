@@ -348,37 +348,21 @@ def serve(
 
         run_stdio(build_server(kb, background=True, library=library))  # every malformed line answered
         return
-    import os
-
-    from kbseek.server.http import LOOPBACK_NAMES, HttpPolicy, build_http_app, serve_http
+    from kbseek.server.http import HttpPolicy, build_http_app, is_loopback, mcp_url, serve_http
     from kbseek.server.web import build_web_app
 
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    if not loopback and not allow_remote:
-        raise click.ClickException(f"--host {host} is not a loopback address; pass --allow-remote to bind it")
-    if not loopback:
-        click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
-    token = None
-    if token_env:
-        token = os.environ.get(token_env)
-        if not token:
-            raise click.ClickException(
-                f"--token-env {token_env}: that environment variable is empty or unset"
-            )
-    hosts = (*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts)
-    (library or kb).start_background()
-    origins = (*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins)
-    policy = HttpPolicy(
-        port=port, allowed_hosts=hosts, allowed_origins=origins, token=token,
-        max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
+    # A remote host without --allow-remote, or an empty --token-env, is a ConfigError: answered as a refusal.
+    policy = HttpPolicy.from_flags(
+        host=host, port=port, allow_remote=allow_remote, allow_hosts=allow_hosts, allow_origins=allow_origins,
+        token_env=token_env, max_sessions=max_sessions, max_body_bytes=max_body_bytes,
+        ui_allow_remote=ui_allow_remote,
     )  # fmt: skip
+    if not is_loopback(host):
+        click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
+    (library or kb).start_background()
     app = build_http_app(build_server(kb, library=library), policy, build_web_app(kb, library))
-    click.echo(f"kbseek: MCP at http://{_url_host(host)}:{port}/mcp, web page at /ui", err=True)
+    click.echo(f"kbseek: MCP at {mcp_url(host, port)}, web page at /ui", err=True)
     serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 @cli.command()

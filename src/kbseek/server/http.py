@@ -32,9 +32,12 @@ import asyncio
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+import os
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kbseek.errors import ConfigError
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
     from mcp.server.mcpserver import MCPServer
@@ -48,6 +51,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""The addresses ``serve --http`` binds without ``--allow-remote``."""
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSIONS = 64
 RETRY_AFTER_S = 5
@@ -80,11 +85,49 @@ class HttpPolicy:
     keep_alive_s: int = KEEP_ALIVE_S
     max_connections: int = MAX_CONNECTIONS
 
+    @classmethod
+    def from_flags(
+        cls, *, host: str, port: int, allow_remote: bool = False, allow_hosts: tuple[str, ...] = (),
+        allow_origins: tuple[str, ...] = (), token_env: str | None = None, max_sessions: int = MAX_SESSIONS,
+        max_body_bytes: int = MAX_BODY_BYTES, ui_allow_remote: bool = False,
+        environ: Mapping[str, str] = os.environ,
+    ) -> "HttpPolicy":  # fmt: skip
+        """The policy ``serve --http`` runs under, from its flags.
+
+        Loopback names at ``port`` are always allowed as Host and Origin, besides ``allow_hosts``
+        and ``allow_origins``; the token is read from the variable ``token_env`` names. Raises
+        :class:`~kbseek.errors.ConfigError` for a non-loopback ``host`` without ``allow_remote``,
+        and for a ``token_env`` that is empty or unset.
+        """
+        if not is_loopback(host) and not allow_remote:
+            raise ConfigError(f"--host {host} is not a loopback address; pass --allow-remote to bind it")
+        token = None
+        if token_env:
+            token = environ.get(token_env)
+            if not token:
+                raise ConfigError(f"--token-env {token_env}: that environment variable is empty or unset")
+        return cls(
+            port=port,
+            allowed_hosts=(*(f"{n}:{port}" for n in LOOPBACK_NAMES), *allow_hosts),
+            allowed_origins=(*(f"http://{n}:{port}" for n in LOOPBACK_NAMES), *allow_origins),
+            token=token, max_body_bytes=max_body_bytes, max_sessions=max_sessions, ui_remote=ui_allow_remote,
+        )  # fmt: skip
+
     def hosts(self) -> set[str]:
         return set(self.allowed_hosts) or {f"{n}:{self.port}" for n in LOOPBACK_NAMES}
 
     def origins(self) -> set[str]:
         return set(self.allowed_origins) or {f"http://{n}:{self.port}" for n in LOOPBACK_NAMES}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server on this machine."""
+    return host in LOOPBACK_HOSTS
+
+
+def mcp_url(host: str, port: int) -> str:
+    """Where hosts reach the MCP endpoint when the server binds ``host:port`` (IPv6 in brackets)."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
 
 
 async def _respond(
