@@ -140,6 +140,16 @@ def write_notes(root: Path, notes: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def indexed_kb(root: Path, notes: dict[str, str]) -> KnowledgeBase:
+    """A knowledge base over ``notes`` written under ``root``, indexed with the fake model: one
+    collection of the several that the library tests serve."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_notes(root, notes)
+    kb = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=0.0), embedder=FakeEmbedder())
+    kb.index()
+    return kb
+
+
 MANY = 30
 """Notes in the ``many`` tree: enough for a pass to hand several batches to the model."""
 

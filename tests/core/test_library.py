@@ -8,22 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kbseek import KnowledgeBase
 from kbseek.cli import cli
-from kbseek.config import Settings
 from kbseek.errors import BadResourceUri, ConfigError, InvalidArgument
 from kbseek.library import Library, collection_name, open_library, parse_kb_spec
 from kbseek.uris import document_uri, parse_collection_uri, parse_uri
-from tests.conftest import write_notes
-from tests.fakes import FakeEmbedder
-
-
-def _kb(root: Path, notes: dict[str, str]) -> KnowledgeBase:
-    root.mkdir(parents=True, exist_ok=True)
-    write_notes(root, notes)
-    kb = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=0.0), embedder=FakeEmbedder())
-    kb.index()
-    return kb
+from tests.conftest import indexed_kb, write_notes
 
 
 def test_a_collection_is_named_after_its_folder_or_by_name_equals_path(tmp_path: Path) -> None:
@@ -46,8 +35,10 @@ def test_collection_uris_round_trip_and_one_kb_uris_are_unchanged() -> None:
 
 
 def test_a_search_over_two_merges_by_score_and_is_unsure_only_when_both_are(tmp_path: Path) -> None:
-    notes = _kb(tmp_path / "notes", {"deploy.md": "# Deploy\n\npush the container image to the registry\n"})
-    docs = _kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
+    notes = indexed_kb(
+        tmp_path / "notes", {"deploy.md": "# Deploy\n\npush the container image to the registry\n"}
+    )
+    docs = indexed_kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
     with Library({"notes": notes, "docs": docs}) as lib:
         both = lib.search("rotate the signing key with keyctl")
         alone = {n: kb.search("rotate the signing key with keyctl") for n, kb in lib}
@@ -65,8 +56,8 @@ def test_a_search_over_two_merges_by_score_and_is_unsure_only_when_both_are(tmp_
 def test_a_collection_weak_keyword_match_scores_on_the_scale_of_the_best_over_all(tmp_path: Path) -> None:
     """One index holding both would normalise the keyword leg by the best match of all: a collection
     whose best match is weak must not score it as a perfect one when merged (decision 0037)."""
-    notes = _kb(tmp_path / "notes", {"misc.md": "# Misc\n\nrotate the tyres every spring\n"})
-    docs = _kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
+    notes = indexed_kb(tmp_path / "notes", {"misc.md": "# Misc\n\nrotate the tyres every spring\n"})
+    docs = indexed_kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
     query = "rotate the signing key with keyctl"
     with Library({"notes": notes, "docs": docs}) as lib:
         both = {h.kb: h.score for h in lib.search(query).hits}

@@ -9,12 +9,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from kbseek import KnowledgeBase
-from kbseek.config import Settings
 from kbseek.library import Library
 from kbseek.server.library_tools import build_server
-from tests.conftest import write_notes
-from tests.fakes import FakeEmbedder
+from tests.conftest import indexed_kb
 
 pytestmark = pytest.mark.anyio
 
@@ -33,17 +30,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _kb(root: Path, notes: dict[str, str]) -> KnowledgeBase:
-    root.mkdir()
-    write_notes(root, notes)
-    kb = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=0.0), embedder=FakeEmbedder())
-    kb.index()
-    return kb
-
-
 @pytest.fixture
 def library(tmp_path: Path) -> Iterator[Library]:
-    lib = Library({"notes": _kb(tmp_path / "notes", NOTES), "docs": _kb(tmp_path / "docs", DOCS)})
+    lib = Library(
+        {"notes": indexed_kb(tmp_path / "notes", NOTES), "docs": indexed_kb(tmp_path / "docs", DOCS)}
+    )
     yield lib
     lib.close()
 
@@ -105,7 +96,7 @@ async def test_topics_status_and_resources_are_per_collection(library: Library) 
 
 
 async def test_with_one_collection_the_wire_is_that_of_one_knowledge_base(tmp_path: Path) -> None:
-    kb = _kb(tmp_path / "notes", NOTES)
+    kb = indexed_kb(tmp_path / "notes", NOTES)
     try:
         one = Library({"notes": kb})
         async with Client(build_server(kb)) as plain, Client(build_server(kb, library=one)) as lib:

@@ -11,12 +11,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from kbseek import KnowledgeBase
-from kbseek.config import Settings
 from kbseek.library import Library
 from kbseek.server.web import build_web_app
-from tests.conftest import write_notes
-from tests.fakes import FakeEmbedder
+from tests.conftest import indexed_kb, write_notes
 from tests.wire.serving import get, serving
 
 NOTES = {
@@ -32,17 +29,11 @@ DOCS = {
 QUERY = "rotate signing key registry image"
 
 
-def _kb(root: Path, notes: dict[str, str]) -> KnowledgeBase:
-    root.mkdir()
-    write_notes(root, notes)
-    kb = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=0.0), embedder=FakeEmbedder())
-    kb.index()
-    return kb
-
-
 @pytest.fixture
 def library(tmp_path: Path) -> Iterator[Library]:
-    lib = Library({"notes": _kb(tmp_path / "notes", NOTES), "docs": _kb(tmp_path / "docs", DOCS)})
+    lib = Library(
+        {"notes": indexed_kb(tmp_path / "notes", NOTES), "docs": indexed_kb(tmp_path / "docs", DOCS)}
+    )
     yield lib
     lib.close()
 
@@ -118,7 +109,7 @@ def test_an_unknown_collection_is_400_naming_the_known_ones(
 
 
 def test_one_knowledge_base_answers_as_before(tmp_path: Path) -> None:
-    kb = _kb(tmp_path / "notes", NOTES)
+    kb = indexed_kb(tmp_path / "notes", NOTES)
     try:
         with (
             TestClient(build_web_app(kb)) as plain,
