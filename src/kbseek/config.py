@@ -191,24 +191,75 @@ class Settings:
             )
 
 
-# Config-file layout: top-level keys and tables, each mapped to Settings fields.
-_TOP_LEVEL = {"kb", "index_dir", "exclude_dirs", "max_file_bytes", "semantic"}
+@dataclass(frozen=True)
+class Key:
+    """One config-file key and the :class:`Settings` field it sets.
+
+    The table below is the whole config-file layout: the loader checks keys against it, the
+    builder types and copies values by it, and a running server learns from it which settings it
+    may apply without a restart. A new option is a field on ``Settings`` and one line here.
+    """
+
+    table: str | None
+    """The ``[table]`` the key sits in; ``None`` for a top-level key."""
+    name: str
+    field: str
+    kind: type
+    reloadable: bool
+    """Whether a running server applies a change to it when the config file changes."""
+
+    @property
+    def label(self) -> str:
+        return f"[{self.table}].{self.name}" if self.table else self.name
+
+
+KEYS: tuple[Key, ...] = (
+    Key(None, "exclude_dirs", "exclude_dirs", tuple, reloadable=True),
+    Key(None, "max_file_bytes", "max_file_bytes", int, reloadable=True),
+    Key(None, "semantic", "semantic", bool, reloadable=False),
+    Key("parsers", "enabled", "parsers", tuple, reloadable=True),
+    Key("search", "fusion", "fusion", str, reloadable=True),
+    Key("search", "dense_weight", "dense_weight", float, reloadable=True),
+    Key("search", "dense_weight_matched", "dense_weight_matched", float, reloadable=True),
+    Key("search", "rrf_k", "rrf_k", int, reloadable=True),
+    Key("search", "far_ahead", "far_ahead", float, reloadable=True),
+    Key("search", "also_agreement", "also_agreement", float, reloadable=True),
+    Key("search", "bridge_weight", "bridge_weight", float, reloadable=True),
+    Key("index", "freshness_interval", "freshness_interval_s", float, reloadable=True),
+    Key("index", "reconcile_interval", "reconcile_interval_s", float, reloadable=True),
+    Key("index", "approximate_above", "approximate_above", int, reloadable=False),
+    Key("store", "url", "store_url", str, reloadable=False),
+    Key("store", "name", "kb_name", str, reloadable=False),
+)
+
+SECTIONS: dict[str, tuple[type, bool]] = {
+    "chunking": (ChunkOptions, False),
+    "limits": (Limits, True),
+    "embed": (EmbedderSpec, False),
+}
+"""Tables that fill a settings object of their own, field by field: table → (its class, reloadable)."""
+
+_PATHS = ("kb", "index_dir")
+"""Top-level keys naming folders, resolved against the config file's folder."""
+
+RELOADABLE: tuple[str, ...] = (
+    *(k.field for k in KEYS if k.reloadable),
+    *(table for table, (_, reloadable) in SECTIONS.items() if reloadable),
+)
+"""Settings a running server applies when its config file changes."""
+
+RESTART_NEEDED: tuple[str, ...] = (
+    "root",
+    "index_dir",
+    *(k.field for k in KEYS if not k.reloadable),
+    *(table for table, (_, reloadable) in SECTIONS.items() if not reloadable),
+)
+"""Settings a running process keeps as it started with; a change to them waits for a restart."""
+
+_TOP_LEVEL = set(_PATHS) | {k.name for k in KEYS if k.table is None}
 _TABLES: dict[str, set[str]] = {
-    "parsers": {"enabled"},
-    "chunking": {f.name for f in fields(ChunkOptions)},
-    "limits": {f.name for f in fields(Limits)},
-    "embed": {f.name for f in fields(EmbedderSpec)},
-    "search": {
-        "fusion",
-        "dense_weight",
-        "dense_weight_matched",
-        "rrf_k",
-        "far_ahead",
-        "also_agreement",
-        "bridge_weight",
-    },
-    "index": {"freshness_interval", "reconcile_interval", "approximate_above"},
-    "store": {"url", "name"},
+    **{table: {f.name for f in fields(cls)} for table, (cls, _) in SECTIONS.items()},
+    **{table: {k.name for k in KEYS if k.table == table} for table in {k.table for k in KEYS} if table},
 }
 
 
@@ -256,15 +307,17 @@ def load_config_file(path: Path) -> dict[str, Any]:
     return out
 
 
-def _typed(section: str, name: str, value: Any, expected: type) -> Any:
+def _typed(label: str, value: Any, expected: type) -> Any:
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if expected is tuple:
+        if isinstance(value, tuple):  # given by a caller, already typed
+            value = list(value)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{section}{name} must be a list of strings")
+            raise ConfigError(f"{label} must be a list of strings")
         return tuple(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ConfigError(f"{section}{name} must be of type {expected.__name__}, not {value!r}")
+        raise ConfigError(f"{label} must be of type {expected.__name__}, not {value!r}")
     return value
 
 
@@ -277,7 +330,7 @@ def _section(cls: type, section: str, values: dict[str, Any]) -> Any:
             if current is None:  # optional setting: the section's own validation checks it
                 typed[f.name] = values[f.name]
             else:
-                typed[f.name] = _typed(f"[{section}].", f.name, values[f.name], type(current))
+                typed[f.name] = _typed(f"[{section}].{f.name}", values[f.name], type(current))
     try:
         return replace(defaults, **typed)
     except ValueError as exc:
@@ -318,51 +371,18 @@ def build_settings(
     idx = index_dir if index_dir is not None else fv.get("index_dir")
     if idx is not None:
         kwargs["index_dir"] = Path(idx).expanduser().resolve()
-    if "exclude_dirs" in fv:
-        kwargs["exclude_dirs"] = _typed("", "exclude_dirs", fv["exclude_dirs"], tuple)
-    if "max_file_bytes" in fv:
-        kwargs["max_file_bytes"] = _typed("", "max_file_bytes", fv["max_file_bytes"], int)
-    if semantic is not None:
-        kwargs["semantic"] = semantic
-    elif "semantic" in fv:
-        kwargs["semantic"] = _typed("", "semantic", fv["semantic"], bool)
-    if "parsers" in fv and "enabled" in fv["parsers"]:
-        kwargs["parsers"] = _typed("[parsers].", "enabled", fv["parsers"]["enabled"], tuple)
-    if "chunking" in fv:
-        kwargs["chunking"] = _section(ChunkOptions, "chunking", fv["chunking"])
-    if "limits" in fv:
-        kwargs["limits"] = _section(Limits, "limits", fv["limits"])
-    if "embed" in fv:
-        kwargs["embed"] = _section(EmbedderSpec, "embed", fv["embed"])
-    search = fv.get("search", {})
-    if "fusion" in search:
-        kwargs["fusion"] = _typed("[search].", "fusion", search["fusion"], str)
-    for name in ("dense_weight", "dense_weight_matched"):
-        if name in search:
-            kwargs[name] = _typed("[search].", name, search[name], float)
-    if "rrf_k" in search:
-        kwargs["rrf_k"] = _typed("[search].", "rrf_k", search["rrf_k"], int)
-    for name in ("far_ahead", "also_agreement", "bridge_weight"):
-        if name in search:
-            kwargs[name] = _typed("[search].", name, search[name], float)
-    if "freshness_interval" in fv.get("index", {}):
-        kwargs["freshness_interval_s"] = _typed(
-            "[index].", "freshness_interval", fv["index"]["freshness_interval"], float
-        )
-    if "reconcile_interval" in fv.get("index", {}):
-        kwargs["reconcile_interval_s"] = _typed(
-            "[index].", "reconcile_interval", fv["index"]["reconcile_interval"], float
-        )
-    store = fv.get("store", {})
-    if url is not None:
-        kwargs["store_url"] = _typed("[store].", "url", url, str)
-    name = kb_name if kb_name is not None else store.get("name")
-    if name is not None:
-        kwargs["kb_name"] = _typed("[store].", "name", name, str)
-    if "approximate_above" in fv.get("index", {}):
-        kwargs["approximate_above"] = _typed(
-            "[index].", "approximate_above", fv["index"]["approximate_above"], int
-        )
+    explicit = {"semantic": semantic, "store_url": url, "kb_name": kb_name}
+    for key in KEYS:
+        value = explicit.get(key.field)
+        if value is None:
+            table = fv if key.table is None else fv.get(key.table, {})
+            if key.name not in table:
+                continue
+            value = table[key.name]
+        kwargs[key.field] = _typed(key.label, value, key.kind)
+    for table, (cls, _) in SECTIONS.items():
+        if table in fv:
+            kwargs[table] = _section(cls, table, fv[table])
     return Settings(**kwargs)
 
 
@@ -387,9 +407,3 @@ class SettingsSource:
             root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic,
             store_url=self.store_url, kb_name=self.kb_name,
         )  # fmt: skip
-
-
-RELOADABLE = ("exclude_dirs", "max_file_bytes", "parsers", "limits", "fusion", "dense_weight",
-              "dense_weight_matched", "rrf_k", "far_ahead", "also_agreement", "bridge_weight", "freshness_interval_s",
-              "reconcile_interval_s")  # fmt: skip
-"""Settings a running server applies when its config file changes; the others need a restart."""

@@ -19,17 +19,13 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kbseek.config import RELOADABLE, Limits, Settings, SettingsSource
+from kbseek.config import RELOADABLE, RESTART_NEEDED, Limits, Settings, SettingsSource
 from kbseek.errors import ConfigError, KbError
 from kbseek.ingest.parsers import Registry
 
 log = logging.getLogger(__name__)
 
 PathArg = str | os.PathLike[str]
-
-RESTART_NEEDED = ("root", "index_dir", "embed", "semantic", "chunking", "approximate_above")
-"""Settings a running process keeps as it started with; a change to them waits for a restart."""
-
 
 @dataclass(frozen=True)
 class Active:
