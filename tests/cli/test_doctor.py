@@ -264,3 +264,17 @@ def test_little_free_disk_space_fails_or_warns(tmp_path: Path, monkeypatch: pyte
     assert check_disk(tmp_path).status == "warn"
     monkeypatch.setattr(system.shutil, "disk_usage", lambda _p: usage(10**12, 10**10, 10**11))
     assert check_disk(tmp_path).status == "ok"
+
+
+def test_doctor_takes_the_shared_options_and_one_knowledge_base(kb_root: Path, tmp_path: Path) -> None:
+    """doctor declares the options every command shares (``cli.options.shared_options``), so its
+    ``--kb`` reads as theirs does, but checks one knowledge base and opens none."""
+    other = tmp_path / "other"
+    other.mkdir()
+    result = invoke("doctor", "--kb", str(kb_root), "--kb", str(other))
+    assert (
+        result.exit_code == 2 and "doctor checks one knowledge base at a time: give one --kb" in result.stderr
+    )
+    assert not (kb_root / ".kbseek").exists() and not (other / ".kbseek").exists()
+    names = {p.name for p in cli.commands["doctor"].params}
+    assert {p.name for p in cli.commands["search"].params} >= names - {"as_json"}

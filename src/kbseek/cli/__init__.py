@@ -6,9 +6,7 @@ progress and logs go to stderr.
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -18,76 +16,12 @@ from typing import Any
 import click
 
 from kbseek import IndexReport, KnowledgeBase, __version__, render
-from kbseek.cli.errors import KbseekGroup, note_verbosity
-from kbseek.cli.library import Library, several_or_one
-from kbseek.config import find_config
+from kbseek.cli.errors import KbseekGroup
+from kbseek.cli.library import Library
+from kbseek.cli.options import configure_logging, kb_options, shared_options
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 from kbseek.text.plurals import counted
-
-
-def _configure_logging(verbose: int) -> None:
-    note_verbosity(verbose)  # a bug report shows the traceback with -v
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(
-        stream=sys.stderr, level=level, format="kbseek: %(levelname)s %(message)s", force=True
-    )
-
-
-def kb_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every command shares: which knowledge base, which config, where the index lives."""
-
-    @click.option(
-        "--kb", "kb", type=click.Path(file_okay=False), envvar="KBSEEK_KB", multiple=True,
-        help="Knowledge-base folder (default: `kb` in kbseek.toml); serve takes several, each PATH or NAME=PATH.",
-    )  # fmt: skip
-    @click.option(
-        "--config", "config", type=click.Path(path_type=Path, dir_okay=False), envvar="KBSEEK_CONFIG",
-        help="Config file (default: ./kbseek.toml if present).",
-    )  # fmt: skip
-    @click.option(
-        "--index-dir", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_INDEX_DIR",
-        help="Where the index lives (default: <kb>/.kbseek, or the user cache dir if the KB is read-only).",
-    )  # fmt: skip
-    @click.option(
-        "--store", "store", metavar="URL", envvar="KBSEEK_STORE_URL",
-        help="Keep the index in PostgreSQL at this postgresql:// URL (kbseek[postgres]; default: a SQLite file).",
-    )  # fmt: skip
-    @click.option(
-        "--kb-name", metavar="NAME", envvar="KBSEEK_KB_NAME",
-        help="The knowledge base's name in that database (default: from the folder's name).",
-    )  # fmt: skip
-    @click.option(
-        "--lexical-only", is_flag=True, help="Do not load the embedding model; keyword search only."
-    )
-    @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
-    @functools.wraps(fn)
-    @several_or_one(fn, _configure_logging)
-    def wrapper(
-        kb: tuple[str, ...], config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
-        lexical_only: bool, verbose: int, **kwargs: Any,
-    ) -> Any:  # fmt: skip
-        _configure_logging(verbose)
-        knowledge_base = KnowledgeBase(
-            Path(kb[0]) if kb else None, config=config or find_config(Path.cwd()), index_dir=index_dir,
-            semantic=False if lexical_only else None, read_only=fn in _READS_ONLY or kwargs.get("read_only", False),
-            store=store, kb_name=kb_name,
-        )  # fmt: skip
-        try:  # an error escaping the command is answered by KbseekGroup, from the error table
-            return fn(knowledge_base, **kwargs)
-        finally:
-            knowledge_base.close()
-
-    return wrapper
-
-
-_READS_ONLY: set[Callable[..., Any]] = set()
-
-
-def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a command that only looks (status, get): it creates no index folder in the notes."""
-    _READS_ONLY.add(fn)
-    return fn
 
 
 @click.group(cls=KbseekGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -424,9 +358,8 @@ def topics(kb: KnowledgeBase, as_json: bool) -> None:
 
 
 @cli.command()
-@kb_options
+@kb_options(read_only=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
-@reads_only
 def status(kb: KnowledgeBase, as_json: bool) -> None:
     """Show what is indexed, what was skipped and why, and where the index lives."""
     r = kb.status()
@@ -439,13 +372,12 @@ def store() -> None:
 
 
 @store.command("copy")
-@kb_options
+@kb_options(read_only=True)
 @click.option("--to", "to", required=True, metavar="URL|FILE",
               help="An empty index: a postgresql:// URL, a SQLite file, or an index folder (as --index-dir).")  # fmt: skip
 @click.option(
     "--to-name", metavar="NAME", help="The knowledge base's name there (default: from the folder's name)."
 )
-@reads_only
 def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
     """Copy the index, vectors included, without reading the files or embedding again.
 
@@ -459,12 +391,11 @@ def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
 
 
 @cli.command("get")
-@kb_options
+@kb_options(read_only=True)
 @click.argument("path")
 @click.option("--offset", type=int, default=0, help="Character offset to start at.")
 @click.option("--max-chars", type=int, default=None, help="Characters to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
-@reads_only
 def get_document(kb: KnowledgeBase, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
     """Print a document by its path relative to the knowledge-base root (through the same guard as MCP)."""
     r = kb.read_document(path, offset=offset, max_chars=max_chars)
@@ -514,24 +445,13 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
         raise click.ClickException("below the floor: " + "; ".join(failed))
 
 
-# Not through kb_options: that wrapper builds the KnowledgeBase, which creates the index folder and raises on a
-# broken config, and doctor must stay read-only and report a broken config as a failed check.
+# The shared options without opening the knowledge base (kbseek.cli.options): doctor stays read-only
+# and reports a broken config as a failed check.
 @cli.command()
-@click.option("--kb", "kb", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_KB",
-              help="Knowledge-base folder (default: `kb` in kbseek.toml).")  # fmt: skip
-@click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False), envvar="KBSEEK_CONFIG",
-              help="Config file (default: ./kbseek.toml if present).")  # fmt: skip
-@click.option("--index-dir", type=click.Path(path_type=Path, file_okay=False), envvar="KBSEEK_INDEX_DIR",
-              help="Where the index lives (default: <kb>/.kbseek, or the user cache dir).")  # fmt: skip
-@click.option("--store", "store", metavar="URL", envvar="KBSEEK_STORE_URL",
-              help="Check the index in PostgreSQL at this postgresql:// URL (default: [store] url, else SQLite).")  # fmt: skip
-@click.option("--kb-name", metavar="NAME", envvar="KBSEEK_KB_NAME",
-              help="The knowledge base's name in that database (default: from the folder's name).")  # fmt: skip
-@click.option("--lexical-only", is_flag=True, help="Skip the embedding model check (keyword search only).")
+@shared_options
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as a JSON list.")
-@click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug).")
 def doctor(
-    kb: Path | None, config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
+    kb: tuple[str, ...], config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
     lexical_only: bool, as_json: bool, verbose: int,
 ) -> None:  # fmt: skip
     """Check what usually goes wrong, and say how to fix each thing.
@@ -551,10 +471,12 @@ def doctor(
     """
     from kbseek.cli.doctor import DoctorOptions, report, run_doctor
 
-    _configure_logging(verbose)
+    configure_logging(verbose)
+    if len(kb) > 1:
+        raise click.UsageError("doctor checks one knowledge base at a time: give one --kb")
     options = DoctorOptions(
-        kb=kb, config=config, index_dir=index_dir, lexical_only=lexical_only, cwd=Path.cwd(), store_url=store,
-        kb_name=kb_name,
+        kb=Path(kb[0]) if kb else None, config=config, index_dir=index_dir, lexical_only=lexical_only,
+        cwd=Path.cwd(), store_url=store, kb_name=kb_name,
     )  # fmt: skip
     results = run_doctor(options)
     click.echo(report(results, as_json=as_json))
