@@ -14,8 +14,8 @@ from tests.fakes import FakeEmbedder, fake_providers
 
 
 def test_the_built_in_providers_are_registered_in_the_order_messages_show() -> None:
-    assert list(PROVIDERS) == ["use", "e5", "use+e5", "http"]
-    assert provider_list() == "'use', 'e5', 'use+e5', 'http'"
+    assert list(PROVIDERS) == ["use", "e5", "use+e5", "http", "fastembed"]
+    assert provider_list() == "'use', 'e5', 'use+e5', 'http', 'fastembed'"
 
 
 def test_a_registered_provider_is_valid_in_a_spec_and_built_by_make_embedder() -> None:
@@ -25,7 +25,9 @@ def test_a_registered_provider_is_valid_in_a_spec_and_built_by_make_embedder() -
         embedder = make_embedder(spec)
         assert made == [embedder]
         assert isinstance(embedder, FakeEmbedder)
-        with pytest.raises(ConfigError, match=r"choose one of 'use', 'e5', 'use\+e5', 'http', 'fake'"):
+        with pytest.raises(
+            ConfigError, match=r"choose one of 'use', 'e5', 'use\+e5', 'http', 'fastembed', 'fake'"
+        ):
             EmbedderSpec(provider="openai")
     assert "fake" not in PROVIDERS
     with pytest.raises(ConfigError, match=r"unknown embedding provider 'fake'"):
@@ -38,7 +40,7 @@ def test_replacing_a_built_in_keeps_its_place_and_puts_it_back() -> None:
         assert isinstance(make_embedder(EmbedderSpec()), FakeEmbedder)
         assert len(made) == 1
     assert PROVIDERS["use"] is use
-    assert list(PROVIDERS) == ["use", "e5", "use+e5", "http"]
+    assert list(PROVIDERS) == ["use", "e5", "use+e5", "http", "fastembed"]
 
 
 def test_a_name_cannot_be_taken_twice_by_accident() -> None:

@@ -3,15 +3,36 @@
 ``make_embedder(EmbedderSpec(...))`` returns an :class:`Embedder` without
 loading anything; call ``load()`` (for example in a background thread) before
 or instead of relying on the first ``embed_*`` call to do it. Providers:
-``use`` (default, bundled), ``e5`` (optional extra ``kbseek[e5]``) and
-``http`` (an OpenAI-compatible server), each a factory in the :data:`PROVIDERS`
-registry; ``register_provider(name, factory)`` adds another. Lexical-only mode
-builds no embedder.
+``use`` (default, bundled), ``e5`` (optional extra ``kbseek[e5]``), ``http``
+(an OpenAI-compatible server) and ``fastembed`` (a model the user brings, by
+name or folder; extra ``kbseek[models]``), each a factory in the
+:data:`PROVIDERS` registry; ``register_provider(name, factory)`` adds another.
+Lexical-only mode builds no embedder.
+
+The model commands (``kbseek model pull``, ``list``) and doctor use :func:`pull_model`,
+:func:`catalogue`, :func:`inspect_model` and :func:`models_cache`: nothing else downloads.
 """
 
 from __future__ import annotations
 
 from kbseek.embed.base import PROVIDERS, Embedder, EmbedderSpec, redact_url, register_provider
 from kbseek.embed.factory import make_embedder
+from kbseek.embed.fastembed import CatalogueModel, ModelReport, catalogue, inspect_model, pull_model
+from kbseek.embed.hub import PulledModel, human_size, models_cache
 
-__all__ = ["PROVIDERS", "Embedder", "EmbedderSpec", "make_embedder", "redact_url", "register_provider"]
+__all__ = [
+    "PROVIDERS",
+    "CatalogueModel",
+    "Embedder",
+    "EmbedderSpec",
+    "ModelReport",
+    "PulledModel",
+    "catalogue",
+    "human_size",
+    "inspect_model",
+    "make_embedder",
+    "models_cache",
+    "pull_model",
+    "redact_url",
+    "register_provider",
+]

@@ -117,7 +117,7 @@ MAX_BATCH_SIZE = 4096
 #: provider (``use`` 0.09, ``e5`` 0.80); see docs/decisions/0007-dense-similarity-on-one-scale.md.
 #: The default model's is kept at 0 so its scores, which every threshold was tuned on, stay as
 #: they were. An HTTP model is unknown: set ``[embed] similarity_floor`` for it.
-SIMILARITY_FLOORS = {"use": 0.0, "e5": 0.78, "http": 0.0}
+SIMILARITY_FLOORS = {"use": 0.0, "e5": 0.78, "http": 0.0, "fastembed": 0.0}
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,11 @@ class EmbedderSpec:
     scale, ``(cosine - floor) / (1 - floor)``, because models differ wildly here:
     unrelated pairs sit near 0.1 with the default model and near 0.8 with e5.
     ``None`` takes the provider's measured default (:data:`SIMILARITY_FLOORS`).
+
+    ``fastembed`` runs a model the user brings (``embed.fastembed``): ``model`` is a name fastembed's
+    catalogue knows or the path of a folder with ``model.onnx`` and ``tokenizer.json``. A named model
+    is downloaded only by ``kbseek model pull NAME``, unless ``allow_download`` lets loading fetch it
+    (decision 0039); ``allow_download`` applies to that provider only.
     """
 
     provider: str = "use"
@@ -222,6 +227,7 @@ class EmbedderSpec:
     timeout_s: float = 30.0
     similarity_floor: float | None = None
     engine: str | None = None
+    allow_download: bool = False
 
     def __post_init__(self) -> None:
         provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider
@@ -267,6 +273,13 @@ class EmbedderSpec:
                 raise ConfigError(f"embedding similarity_floor must be a number in [0, 1), got {floor!r}")
             object.__setattr__(self, "similarity_floor", float(floor))
 
+        if not isinstance(self.allow_download, bool):
+            raise ConfigError(f"embedding allow_download must be true or false, got {self.allow_download!r}")
+        if self.allow_download and self.provider != "fastembed":
+            raise ConfigError(
+                f"embedding allow_download applies only to provider 'fastembed', not {self.provider!r}; "
+                "remove it (the other local models are installed with their packages)"
+            )
         if self.provider == "http":
             self._check_http()
         else:
@@ -295,6 +308,12 @@ class EmbedderSpec:
             raise ConfigError(
                 f"provider {PAIR!r} runs two fixed models with their own similarity floors; remove "
                 "embedding model and similarity_floor (or choose provider 'e5' or 'http' to set them)"
+            )
+        if self.provider == "fastembed" and self.model is None:
+            raise ConfigError(
+                "provider 'fastembed' needs an embedding model: a name fastembed knows (for example "
+                "intfloat/multilingual-e5-large; `kbseek model list` shows them) or the path of a folder "
+                "holding model.onnx and tokenizer.json"
             )
         if self.provider == "use" and self.model is not None:
             raise ConfigError(

@@ -70,8 +70,18 @@ def _http(spec: EmbedderSpec) -> Embedder:
     )
 
 
+def _fastembed(spec: EmbedderSpec) -> Embedder:
+    from kbseek.embed.fastembed import FastembedEmbedder
+
+    assert spec.model is not None  # guaranteed by EmbedderSpec
+    return FastembedEmbedder(
+        spec.model, threads=spec.threads, batch_size=spec.batch_size, allow_download=spec.allow_download
+    )
+
+
 # The built-ins, in the order messages list them.
 register_provider("use", _use)
 register_provider("e5", _e5)
 register_provider(PAIR, _pair)
 register_provider("http", _http)
+register_provider("fastembed", _fastembed)

@@ -1,0 +1,359 @@
+"""Embedder for the models users bring: any model fastembed runs, by name or from a local folder.
+
+Why: the bundled model is small and the optional e5 is one model; a user with a multilingual
+corpus, a domain model or a bigger machine wants to pick (multilingual-e5-large,
+paraphrase-multilingual-mpnet, bge, …) without running a server for it (provider ``http``).
+fastembed runs ONNX models in process with ONNX Runtime, and ships a catalogue of them; it comes
+with the ``models`` extra (``pip install 'kbseek[models]'``) and is imported only when this
+provider loads.
+
+``[embed] model`` is either
+
+- a name from fastembed's catalogue (``TextEmbedding.list_supported_models()``), in full
+  (``intfloat/multilingual-e5-large``) or by the part after the slash, or by a prefix of it that
+  names one model (``paraphrase-multilingual-mpnet``). Its files come from the Hugging Face Hub,
+  but only through ``kbseek model pull NAME`` (or ``[embed] allow_download = true``), into kbseek's
+  cache, verified (``embed.hub``). fastembed is then pointed at that folder and never downloads.
+- a local folder holding ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json`` with
+  ``tokenizer_config.json`` beside it: a model exported by the user, used as it is. Its vectors are
+  mean-pooled unless the folder's sentence-transformers pooling config (``1_Pooling/config.json``)
+  says CLS, and always normalised.
+
+``model_id`` names the exact weights, so an index notices when they change: the catalogue name and
+the commit the files were pulled from, or for a folder the sha256 of its ONNX file.
+e5 models are given their ``query: `` / ``passage: `` prefixes, which fastembed leaves to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kbseek.embed import hub
+from kbseek.embed.base import check_texts, query_vector, unit_rows
+from kbseek.errors import ConfigError, EmbedderUnavailable
+
+INSTALL = "pip install 'kbseek[models]'"
+"""What brings fastembed and ONNX Runtime, for messages."""
+
+CONFIG_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+"""The files fastembed reads beside the weights; ``config.json`` and the special tokens map are optional."""
+
+_PROBE = "kbseek embedding probe"
+
+
+@dataclass(frozen=True)
+class CatalogueModel:
+    """A model fastembed's catalogue knows: its name, where its files are, and its vectors' width."""
+
+    name: str
+    source: hub.HubSource
+    dim: int
+    size_bytes: int
+    """fastembed's estimate of the download, for ``kbseek model list``."""
+
+
+def is_folder(model: str) -> bool:
+    """Whether ``[embed] model`` names a local folder rather than a catalogue model.
+
+    A catalogue name is ``org/name``, which is also a relative path; it counts as a folder only
+    when that folder exists, or when it is written as a path (absolute, ``./``, ``~``).
+    """
+    return model.startswith(("/", "./", "../", "~", ".\\")) or Path(model).expanduser().is_dir()
+
+
+def catalogue() -> list[CatalogueModel]:
+    """Every text-embedding model fastembed knows that comes from the Hub, in its own order."""
+    text_embedding = _fastembed().TextEmbedding
+    out: list[CatalogueModel] = []
+    for desc in text_embedding._list_supported_models():
+        if not desc.sources.hf:
+            continue  # only a Google Cloud Storage archive: nothing kbseek can verify against the Hub
+        files = (desc.model_file, *desc.additional_files, "tokenizer.json", "tokenizer_config.json")
+        source = hub.HubSource(desc.sources.hf, files, optional=("config.json", "special_tokens_map.json"))
+        size = int(float(desc.size_in_GB or 0.0) * 1e9)
+        out.append(CatalogueModel(desc.model, source, int(desc.dim), size))
+    return out
+
+
+def find_model(name: str) -> CatalogueModel:
+    """The catalogue model ``name`` means: the full name, the part after the slash, or a unique prefix
+    of either, case ignored. Anything else is a :class:`ConfigError` naming the candidates."""
+    models = catalogue()
+    wanted = name.strip().lower()
+    for matches in (
+        [m for m in models if m.name.lower() == wanted],
+        [m for m in models if m.name.lower().split("/")[-1] == wanted],
+        [
+            m
+            for m in models
+            if m.name.lower().startswith(wanted) or m.name.lower().split("/")[-1].startswith(wanted)
+        ],
+    ):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ConfigError(
+                f"embedding model {name!r} could be any of {', '.join(m.name for m in matches)}; "
+                "give the full name"
+            )
+    raise ConfigError(
+        f"fastembed does not know a text-embedding model {name!r}; `kbseek model list` shows the ones "
+        "it knows, or give the path of a folder holding model.onnx and tokenizer.json"
+    )
+
+
+def pull_command(name: str) -> str:
+    """The command that downloads ``name``, as the messages quote it."""
+    return f"kbseek model pull {name}"
+
+
+class FastembedEmbedder:
+    """:class:`~kbseek.embed.base.Embedder` over fastembed's ``TextEmbedding``, offline by default."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        threads: int | None = None,
+        batch_size: int = 32,
+        allow_download: bool = False,
+        cache: Path | None = None,
+    ) -> None:
+        self._name = model
+        self._threads = threads or 1
+        self._batch_size = batch_size
+        self._allow_download = allow_download
+        self._cache = cache
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._model_id = ""
+        self._dim = 0
+        self._prefixes = ("", "")
+        self.origin = ""
+        """Where the loaded model came from: ``cache <folder>`` or ``folder <path>``, for doctor."""
+
+    @property
+    def model_id(self) -> str:
+        self.load()
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        return self._dim
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            fastembed = _fastembed()
+            if is_folder(self._name):
+                folder = Path(self._name).expanduser().resolve()
+                model, model_id = _load_folder(fastembed, folder, self._threads, self._cache)
+                self.origin = f"folder {folder}"
+            else:
+                found = find_model(self._name)
+                pulled = self._pulled(found)
+                model = _open(
+                    fastembed, found.name, pulled.folder, self._threads, self._cache or hub.models_cache()
+                )
+                model_id = f"fastembed:{found.name}@{pulled.commit[:12]}"
+                self.origin = f"cache {pulled.folder}"
+                if "e5" in found.name.lower().split("/")[-1].split("-"):
+                    self._prefixes = ("query: ", "passage: ")
+            self._model = model
+            vector = self._run([_PROBE])
+            self._dim = int(vector.shape[1])
+            self._model_id = model_id
+
+    def _pulled(self, found: CatalogueModel) -> hub.PulledModel:
+        """The verified files of ``found``: from the cache, or pulled now when that is allowed."""
+        command = pull_command(self._name)
+        pulled = hub.installed(found.source, self._cache)
+        problems = (
+            hub.check_files(pulled, hash_files=False) if pulled is not None else ["it was never pulled"]
+        )
+        if not problems and pulled is not None:
+            return pulled
+        where = self._cache or hub.models_cache()
+        if not self._allow_download or hub.hub_offline():
+            why = "HF_HUB_OFFLINE is set" if self._allow_download else "downloads happen only on request"
+            raise EmbedderUnavailable(
+                f"embedding model {found.name} is not ready in {where} ({'; '.join(problems)}) and "
+                f"{why}: run `{command}` (with network access), then try again; or set "
+                "[embed] allow_download = true to let indexing and the server download it"
+            )
+        return hub.pull(found.source, cache=self._cache, command=command)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        try:
+            rows = list(self._model.embed(texts, batch_size=self._batch_size))
+        except Exception as exc:  # ONNX Runtime's errors have no common base
+            raise EmbedderUnavailable(
+                f"embedding model {self._name} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        arr = np.asarray(rows, dtype=np.float32)
+        if arr.ndim != 2:
+            raise EmbedderUnavailable(f"embedding model {self._name} returned vectors of shape {arr.shape}")
+        return arr
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        items = check_texts(texts)
+        self.load()
+        if not items:
+            return np.empty((0, self._dim), dtype=np.float32)
+        # An empty text gives a tokenizer nothing but the special tokens; a space keeps the rows aligned.
+        vectors = self._run([prefix + (t if t.strip() else " ") for t in items])
+        return unit_rows(vectors, expected_dim=self._dim, source=f"embedding model {self._name}")
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self._prefixes[1])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self._prefixes[0])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return query_vector(self.embed_queries, text)
+
+
+def _fastembed() -> Any:
+    """The ``fastembed`` package, imported when a model loads; its absence says what to install."""
+    try:
+        import fastembed
+        import fastembed.common.model_description
+    except ImportError as exc:
+        raise EmbedderUnavailable(
+            f"embedding provider 'fastembed' needs the fastembed package ({exc.name or exc} is missing): "
+            f"{INSTALL}"
+        ) from exc
+    return fastembed
+
+
+def _open(fastembed: Any, name: str, folder: Path, threads: int, cache: Path) -> Any:
+    """fastembed's model over files already on disk: ``specific_model_path`` and ``local_files_only``
+    keep it from looking anywhere else, so it can never start a download of its own."""
+    try:
+        return fastembed.TextEmbedding(
+            model_name=name,
+            cache_dir=str(cache),
+            threads=threads,
+            specific_model_path=str(folder),
+            local_files_only=True,
+        )
+    except Exception as exc:  # fastembed and ONNX Runtime raise many kinds; all mean the same here
+        raise EmbedderUnavailable(
+            f"embedding model {name} in {folder} does not load: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _load_folder(fastembed: Any, folder: Path, threads: int, cache: Path | None) -> tuple[Any, str]:
+    """Register a local folder with fastembed under a name derived from its weights, and open it."""
+    if not folder.is_dir():
+        raise EmbedderUnavailable(
+            f"embedding model folder {folder} does not exist; give the folder that holds model.onnx"
+        )
+    weights = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
+    missing = [n for n in ("tokenizer.json", "tokenizer_config.json") if not (folder / n).is_file()]
+    if weights is None or missing:
+        what = ", ".join((["model.onnx (or onnx/model.onnx)"] if weights is None else []) + missing)
+        raise EmbedderUnavailable(
+            f"embedding model folder {folder} has no {what}; export the model to ONNX with its tokenizer "
+            "(for example `optimum-cli export onnx --model NAME FOLDER`)"
+        )
+    digest = hub.sha256_of(weights)
+    name = f"kbseek-local/{digest[:16]}"
+    desc = fastembed.common.model_description
+    pooling = desc.PoolingType.CLS if _cls_pooling(folder) else desc.PoolingType.MEAN
+    data = weights.with_name(weights.name + "_data")
+    known = {m.model for m in fastembed.TextEmbedding._list_supported_models()}
+    if name not in known:  # the same weights may have been registered earlier in this process
+        fastembed.TextEmbedding.add_custom_model(
+            model=name,
+            pooling=pooling,
+            normalization=True,
+            sources=desc.ModelSource(hf=name),
+            dim=0,  # learned from the first vector: fastembed only reports it
+            model_file=weights.relative_to(folder).as_posix(),
+            additional_files=[data.relative_to(folder).as_posix()] if data.is_file() else [],
+        )
+    cache_dir = cache or hub.models_cache()
+    return _open(fastembed, name, folder, threads, cache_dir), f"fastembed:folder:{digest[:16]}"
+
+
+def _cls_pooling(folder: Path) -> bool:
+    """Whether the folder's sentence-transformers pooling config asks for the CLS token's vector."""
+    path = folder / "1_Pooling" / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(isinstance(config, dict) and config.get("pooling_mode_cls_token"))
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The files of a local model folder that a load reads, for doctor's size and completeness."""
+    names = ("model.onnx", "model.onnx_data", "onnx/model.onnx", "onnx/model.onnx_data", *CONFIG_FILES)
+    return [folder / n for n in names if (folder / n).is_file()]
+
+
+def pull_model(name: str) -> tuple[CatalogueModel, hub.PulledModel]:
+    """``kbseek model pull NAME``: download a catalogue model into the cache and verify it."""
+    if is_folder(name):
+        raise ConfigError(
+            f"{name} is a local folder: use it as it is ([embed] model = {name!r}); nothing to pull"
+        )
+    found = find_model(name)
+    return found, hub.pull(found.source, command=pull_command(name))
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """What doctor says about the configured model's files, without loading it."""
+
+    origin: str
+    """``cache <folder>`` or ``folder <path>``."""
+    size_bytes: int
+    problems: tuple[str, ...]
+    """Empty when every file is present (and, for a pulled model, matches its recorded sha256)."""
+    fix: str = ""
+
+
+def inspect_model(name: str) -> ModelReport:
+    """Where ``[embed] model`` comes from, its size on disk, and whether it is complete and verified.
+
+    A pulled model's every byte is hashed against its manifest (about a second per gigabyte); a
+    folder is checked for the files a load reads. Never downloads.
+    """
+    if is_folder(name):
+        folder = Path(name).expanduser().resolve()
+        files = folder_files(folder)
+        has_weights = any(p.name == "model.onnx" for p in files)
+        problems = [
+            f"{what} is missing"
+            for what, ok in (
+                ("model.onnx", has_weights),
+                ("tokenizer.json", (folder / "tokenizer.json").is_file()),
+                ("tokenizer_config.json", (folder / "tokenizer_config.json").is_file()),
+            )
+            if not ok
+        ]
+        fix = "export the model to ONNX with its tokenizer into that folder" if problems else ""
+        return ModelReport(f"folder {folder}", hub.folder_size(files), tuple(problems), fix)
+    found = find_model(name)
+    pulled = hub.installed(found.source)
+    command = pull_command(name)
+    if pulled is None:
+        where = hub.models_cache()
+        return ModelReport(f"cache {where} (not pulled)", 0, ("it was never pulled",), f"run `{command}`")
+    problems = hub.check_files(pulled, hash_files=True)
+    fix = f"run `{command}` to download the damaged files again" if problems else ""
+    return ModelReport(f"cache {pulled.folder}", pulled.size(), tuple(problems), fix)
