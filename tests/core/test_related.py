@@ -142,3 +142,27 @@ def test_an_index_from_before_links_gains_them_in_place_with_its_vectors(tmp_pat
         k.index()
         assert embedder.documents_embedded == 0  # every vector kept
         assert k.related("ops/deploy.md").backlinks == ["home.md"]
+
+
+def test_a_document_speaking_to_all_of_the_subject_outranks_one_matching_a_single_passage(
+    tmp_path: Path,
+) -> None:
+    """A document's similarity is the mean over the subject's passages of their best match in it.
+    Ranked by the single best pair, a page that shared one passage with the subject (a boilerplate
+    section, a common code sample) came before a page about the whole of it."""
+    sections = {"First": "apple banana cherry", "Second": "drum flute guitar", "Third": "lion tiger zebra"}
+    notes = {  # three passages with no word in common, and two pages
+        "subject.md": "# Subject\n\n"
+        + "".join(f"## {h}\n\n" + f"{words}. " * 30 + "\n\n" for h, words in sections.items()),
+        "one-passage.md": "# One\n\napple banana cherry\n",  # the first passage's words: cosine 1 with it, 0 with the rest
+        "whole.md": "# Whole\n\napple banana drum flute lion tiger\n",  # two words of each passage: 0.47 with each
+    }
+    write_notes(tmp_path, notes)
+    with _kb(tmp_path) as kb:
+        kb.index()
+        assert len(kb.store.neighbours(kb.store.document("subject.md").id, 0, 10)) >= 3  # type: ignore[union-attr]
+        ranked = [h.path for h in kb.related("subject.md", links=False).hits]
+        assert ranked.index("whole.md") < ranked.index("one-passage.md")
+        first_chunk = kb.search("apple banana cherry", path_prefix="subject").hits[0].chunk_id
+        by_chunk = [h.path for h in kb.related(chunk_id=first_chunk, links=False).hits]
+        assert by_chunk[0] == "one-passage.md"  # one passage: its best match decides

@@ -3,10 +3,14 @@
 Two signals, one ranking (docs/decisions/0036):
 
 - **Vectors.** Each chunk of the subject (the one chunk, for a ``chunk_id``) is searched against the
-  dense index search uses; another document's similarity is the best cosine any of its chunks
-  reaches with any chunk of the subject, the same cosine a search's ``dense_similarity`` shows.
-  The best pair, not an average: two pages are related when one passage of each is about the same
-  thing, whatever the rest of them say.
+  dense index search uses, and each of them finds its best match in each other document; a
+  document's similarity is the mean of those best matches over the subject's chunks, the way late
+  interaction scores a passage. A chunk that did not reach a document among its nearest
+  :data:`NEIGHBOURS` counts the cosine of the last one it did reach, an upper bound on what it would
+  have found. The mean, not the single best pair: with the best pair, one boilerplate passage
+  (a "Pitfalls" heading, a shared code sample) that happens to match decided the ranking, where
+  the mean asks how much of the subject the other document speaks to (measured in decision 0036).
+  For a ``chunk_id`` the two are the same: the best cosine, as a search's ``dense_similarity``.
 - **Links.** A document the subject links to, and one that links to it (a backlink), as the store
   resolves them (``store.links``). Links are a document's, so a chunk's subject has its document's.
 
@@ -155,7 +159,8 @@ class Related:
     def _similar(
         self, document: DocumentRow, chunk: ChunkRow | None, found: dict[str, _Candidate], notes: list[str]
     ) -> bool:
-        """Other documents' best cosine with the subject's chunks into ``found``; whether a cap applied."""
+        """Other documents' similarity to the subject into ``found`` (the mean over the subject's
+        chunks of each one's best match there); whether a cap applied."""
         dense = self._semantic.dense
         if dense is None:
             return False
@@ -165,23 +170,33 @@ class Related:
         subject = subject[:MAX_CHUNKS]
         rowids, vectors = self._store.vectors_for_rowids([c.rowid for c in subject], dense.dim)
         own = {c.rowid for c in subject} if chunk is not None else None
-        best: dict[int, float] = {}
+        # per subject chunk searched: the cosine of each chunk it reached, and the lowest of them
+        reached: list[tuple[dict[int, float], float]] = []
         deadline = self._clock() + TIME_BUDGET
-        searched = 0
         for vector in vectors:
             if self._clock() > deadline:
                 break
-            for rowid, cosine in dense.search(vector, NEIGHBOURS):
-                if own is None or rowid not in own:
-                    best[rowid] = max(cosine, best.get(rowid, -1.0))
-            searched += 1
-        rows = self._store.chunks_by_rowid(list(best))
-        for rowid, cosine in best.items():
-            row = rows.get(rowid)
-            if row is None or row.path == document.path:
-                continue
-            candidate = found.setdefault(row.path, _Candidate(row.path, row.title))
-            candidate.similarity = max(cosine, candidate.similarity or -1.0)
+            nearest = dense.search(vector, NEIGHBOURS)
+            floor = min((cosine for _, cosine in nearest), default=0.0)
+            reached.append(({r: c for r, c in nearest if own is None or r not in own}, floor))
+        searched = len(reached)
+        rows = self._store.chunks_by_rowid(list({r for cosines, _ in reached for r in cosines}))
+        best: list[dict[str, float]] = []
+        for cosines, _ in reached:
+            by_path: dict[str, float] = {}
+            for rowid, cosine in cosines.items():
+                row = rows.get(rowid)
+                if row is None or row.path == document.path:
+                    continue
+                by_path[row.path] = max(cosine, by_path.get(row.path, -1.0))
+                found.setdefault(row.path, _Candidate(row.path, row.title))
+            best.append(by_path)
+        for path in {p for by_path in best for p in by_path}:
+            mean = (
+                sum(by_path.get(path, floor) for by_path, (_, floor) in zip(best, reached, strict=True))
+                / searched
+            )
+            found[path].similarity = mean
         if capped:
             notes.append(f"only the first {MAX_CHUNKS} chunks of {document.path} were compared")
         if searched < len(vectors):
