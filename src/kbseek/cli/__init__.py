@@ -484,10 +484,12 @@ def doctor(
         sys.exit(1)
 
 
+from kbseek.cli.model import model as _model  # noqa: E402 - kept beside its registration
 from kbseek.cli.related import related_command  # noqa: E402 - kept beside its registration
 from kbseek.cli.service import service as _service  # noqa: E402 - kept beside its registration
 
 cli.add_command(_service)
+cli.add_command(_model)
 cli.add_command(related_command(kb_options))
 
 

