@@ -24,6 +24,7 @@ from kbseek.ingest.filenames import (
 from kbseek.ingest.filenames import IGNORE_FILENAME as IGNORE_FILENAME
 from kbseek.ingest.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
+from kbseek.rerank.base import RerankSpec
 from kbseek.store.opening import is_database_url
 
 MiB = 1024 * 1024
@@ -136,6 +137,9 @@ class Settings:
     approximate_above: int = 100_000
     """Above this many chunk vectors the dense leg searches an approximate (HNSW, int8) index saved
     beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
+    rerank: RerankSpec = field(default_factory=RerankSpec)
+    """``[rerank]``: a cross-encoder that re-orders the best fused candidates, within a time budget;
+    off unless a provider is set (docs/decisions/0038)."""
 
     def __post_init__(self) -> None:
         # A library caller writes Settings(root="~/notes"): a string (or any os.PathLike) is taken as
@@ -236,6 +240,7 @@ SECTIONS: dict[str, tuple[type, bool]] = {
     "chunking": (ChunkOptions, False),
     "limits": (Limits, True),
     "embed": (EmbedderSpec, False),
+    "rerank": (RerankSpec, True),
 }
 """Tables that fill a settings object of their own, field by field: table → (its class, reloadable)."""
 

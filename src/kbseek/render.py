@@ -131,6 +131,7 @@ def _explain(e: Explanation) -> str:
     dense = f"semantic #{e.dense_rank} (cosine {e.dense_similarity:.3f})" if e.dense_rank else "semantic -"
     via = f" · via also #{e.phrasing}" if e.phrasing else ""
     via += f" (+{e.agreement:.4f} from the other phrasings)" if e.agreement else ""
+    via += f" · rerank {e.rerank_score:.4f}" if e.rerank_score is not None else ""
     return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 

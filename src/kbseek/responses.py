@@ -47,6 +47,9 @@ class Explanation(BaseModel):
     """The part of ``fused_score`` the other phrasings added because they found the hit too."""
     bridge: float = 0.0
     """The part of ``fused_score`` the query's words in the other language added (decision 0027)."""
+    rerank_score: float | None = None
+    """The reranker's score, when ``[rerank]`` ordered the hit: the hit's place follows it, and its
+    ``score`` is the fused score of that place (decision 0038)."""
 
 
 class SearchHit(BaseModel):

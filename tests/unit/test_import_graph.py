@@ -9,7 +9,7 @@ of a higher one::
 
     0 foundation  errors, documents, uris, progress, text/*
                   values and pure functions that know nothing of the rest
-    1 domain      ingest/*, store/*, embed/*, search/*
+    1 domain      ingest/*, store/*, embed/*, search/*, rerank/*
                   files → documents → chunks → index → hits; each knows its inputs, not its callers
     2 settings    config
                   reads kbseek.toml into the option types the domain defines
@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("domain", (
         *_package("kbseek.ingest"), *_package("kbseek.store"), *_package("kbseek.embed"),
-        *_package("kbseek.search"),
+        *_package("kbseek.search"), *_package("kbseek.rerank"),
     )),
     ("settings", ("kbseek.config",)),
     ("facade", ("kbseek", "kbseek.kb", "kbseek.library", "kbseek.responses", *_package("kbseek.facade"))),

@@ -9,6 +9,7 @@ uses, without reaching into private state.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -17,7 +18,9 @@ from kbseek.errors import EmbedderUnavailable
 from kbseek.facade import shaping, status
 from kbseek.facade.catalog import Catalog
 from kbseek.facade.live_config import LiveConfig
+from kbseek.facade.response_cap import fit_search
 from kbseek.facade.semantic import SemanticLeg, SemanticState
+from kbseek.rerank import RerankSpec, RerankStage
 from kbseek.responses import IndexSummary, SearchResponse
 from kbseek.search.dense import VectorIndex
 from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, lexical_scale, run_search
@@ -32,6 +35,8 @@ class Retrieval:
         self._live = live
         self._semantic = semantic
         self._catalog = catalog
+        self._rerank: tuple[RerankSpec, RerankStage] | None = None
+        self._rerank_lock = threading.Lock()
 
     @property
     def store(self) -> Store:
@@ -67,9 +72,28 @@ class Retrieval:
             leg = replace(leg, matched_weight=matched_weight)
         return leg
 
-    def run(self, request: SearchRequest, dense_leg: DenseLeg | None) -> PipelineResult:
-        """Rank one request over this index: the lexical leg, and the dense leg when one is given."""
-        return run_search(self._store, request, dense_leg)
+    def rerank_stage(self) -> RerankStage | None:
+        """The reranker ``[rerank]`` configures now, built when first asked; ``None`` when it is off.
+
+        Built again when the configuration changes (``[rerank]`` applies without a restart): the
+        spec is frozen, so an equal spec is the same reranker and keeps its loaded model.
+        """
+        spec = self._live.settings.rerank
+        with self._rerank_lock:
+            current = self._rerank
+            if current is not None and current[0] == spec:
+                return current[1]
+            if current is not None:
+                current[1].close()
+            self._rerank = (spec, RerankStage.from_spec(spec)) if spec.enabled else None
+            return self._rerank[1] if self._rerank is not None else None
+
+    def run(
+        self, request: SearchRequest, dense_leg: DenseLeg | None, rerank: RerankStage | None = None
+    ) -> PipelineResult:
+        """Rank one request over this index: the lexical leg, the dense leg when one is given, and
+        the reranker when one is (:meth:`rerank_stage`)."""
+        return run_search(self._store, request, dense_leg, rerank)
 
     def lexical_scale(self, args: shaping.SearchArgs) -> tuple[tuple[float, float], ...]:
         """What this index's keyword leg would be normalised by for ``args`` (``pipeline.lexical_scale``)."""
@@ -97,16 +121,17 @@ class Retrieval:
             bridge_weight=settings.bridge_weight,
         )  # fmt: skip
         semantic, semantic_error = self._semantic.state(), self._semantic.error
+        rerank = self.rerank_stage()
         try:
-            result = self.run(request, self._semantic.dense_leg(active.settings))
+            result = self.run(request, self._semantic.dense_leg(active.settings), rerank)
         except EmbedderUnavailable as exc:
             # The model went away after it loaded (an embedding server that stopped): semantic search
             # is an addition, never a precondition, so this search answers by keywords and says why.
             # The leg stays up: the next search asks the model again.
-            result = self.run(request, None)
+            result = self.run(request, None, rerank)
             semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
         servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
-        return shaping.search_response(
+        response = shaping.search_response(
             args, result, limits=limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
             holds_japanese=self._store.holds_japanese,
@@ -114,3 +139,32 @@ class Retrieval:
                 self._store.location, status.index_command(active.settings)
             ),
         )  # fmt: skip
+        return _with_rerank(response, result, limits.max_response_chars)
+
+
+def _with_rerank(response: SearchResponse, result: PipelineResult, max_chars: int) -> SearchResponse:
+    """``response`` with what the reranker did: each explained hit's rerank score and own fused score,
+    and the note (code ``rerank_skipped``) when the fused order was kept (docs/decisions/0038).
+
+    Added to the shaped response rather than while shaping it, so that a search without a reranker
+    goes through exactly the code it always did; the response is fitted to its cap again after.
+    """
+    if result.rerank_note is None and not any(h.rerank_score is not None for h in result.hits):
+        return response
+    by_id = {h.chunk.chunk_id: h for h in result.hits}
+    hits = []
+    for hit in response.hits:
+        ranked = by_id.get(hit.chunk_id)
+        if hit.explain is not None and ranked is not None and ranked.rerank_score is not None:
+            explain = hit.explain.model_copy(
+                update={"rerank_score": round(ranked.rerank_score, 6), "fused_score": ranked.fused_score}
+            )
+            hit = hit.model_copy(update={"explain": explain})
+        hits.append(hit)
+    notes, codes = list(response.notes), list(response.note_codes)
+    if result.rerank_note is not None:
+        notes.append(result.rerank_note)
+        codes.append("rerank_skipped")
+    return fit_search(
+        response.model_copy(update={"hits": hits, "notes": notes, "note_codes": codes}), max_chars
+    )

@@ -12,7 +12,9 @@ import numpy as np
 
 from kbseek.documents import SectionStart
 from kbseek.embed.base import VectorPart
+from kbseek.embed.chunk_vectors import passage_input
 from kbseek.ingest.parsers import has_markup
+from kbseek.rerank.stage import RerankStage, reorder
 from kbseek.search import fusion
 from kbseek.search.bridge import Bridge, bridge_coverage, bridge_query
 from kbseek.search.confidence import is_low_confidence
@@ -76,6 +78,11 @@ class RankedHit:
     fused: fusion.Fused
     heading_path: tuple[str, ...]
     """The heading path where the snippet is: the chunk's own, or that of a section merged into it."""
+    rerank_score: float | None = None
+    """The reranker's score for the chunk, when a reranker ordered it (``fused.score`` is then the
+    fused score of the place it took, and :attr:`fused_score` its own)."""
+    fused_score: float | None = None
+    """The fused score the chunk had before the reranker moved it; ``None`` when it was not reranked."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ class PipelineResult:
     """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
     absent_names: tuple[str, ...] = ()
     """Names the query or an alternative mentions that no chunk holds, as written (``text.names``)."""
+    rerank_note: str | None = None
+    """Why the reranker did not order this search (down, slow, failing): the fused order stands."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,11 @@ def lexical_scale(store: Store, request: SearchRequest) -> tuple[tuple[float, fl
     return tuple(out)
 
 
-def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = None) -> PipelineResult:
+def run_search(
+    store: Store, request: SearchRequest, dense: DenseLeg | None = None, rerank: RerankStage | None = None
+) -> PipelineResult:
+    """Rank ``request`` over ``store``: both legs fused, the best candidates reranked when a stage is
+    given (docs/decisions/0038), then the hits chosen, each with its snippet."""
     phrasings = request.phrasings
     compiled = [compile_query(p, max_terms=request.max_terms) for p in phrasings]
     said = [i for i, p in enumerate(phrasings) if p.strip()]
@@ -185,6 +198,10 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     )
 
     rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
+    reranked: dict[int, tuple[float, float]] = {}
+    rerank_note = None
+    if rerank is not None:
+        ranked, reranked, rerank_note = _reranked(rerank, request.query, ranked, rows)
     chosen, more = distinct_first(
         ranked, rows, limit=request.limit, per_document=request.max_hits_per_document,
         far_ahead=request.far_ahead,
@@ -195,10 +212,37 @@ def run_search(store: Store, request: SearchRequest, dense: DenseLeg | None = No
     for f in chosen:
         snippet = _snippet(rows[f.rowid], shown, request.snippet_chars)
         heading = heading_at(rows[f.rowid].heading_path, sections.get(f.rowid, ()), snippet)
-        hits.append(RankedHit(rows[f.rowid], snippet, f, heading))
+        rerank_score, fused_score = reranked.get(f.rowid, (None, None))
+        hits.append(RankedHit(rows[f.rowid], snippet, f, heading, rerank_score, fused_score))
     low = not hits or _low_overall(store, per, rows)
     absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
-    return PipelineResult(hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent)
+    return PipelineResult(
+        hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent, rerank_note
+    )
+
+
+def _reranked(
+    stage: RerankStage, query: str, ranked: list[fusion.Fused], rows: dict[int, ChunkRow]
+) -> tuple[list[fusion.Fused], dict[int, tuple[float, float]], str | None]:
+    """The ranking with its best ``stage.candidates`` in the reranker's order (``rerank.stage.reorder``).
+
+    Also returns, per reranked chunk, its rerank score and its own fused score, and the note that
+    says why the fused order was kept. The reranker reads each chunk as the embedder does, its
+    heading path above its text (``passage_input``): the headings often say what a passage is about.
+    The low-confidence verdict stays the fusion's: it was measured on the fused scores.
+    """
+    live = [f for f in ranked if f.rowid in rows]  # a chunk deleted since the legs ran is skipped
+    head = live[: stage.candidates]
+    if not head or not query.strip():
+        return ranked, {}, None
+    outcome = stage.score(
+        query, [passage_input(rows[f.rowid].heading_path, rows[f.rowid].text) for f in head]
+    )
+    if outcome.scores is None:
+        return ranked, {}, outcome.note
+    placed = reorder(outcome.scores, [f.score for f in head])
+    scores = {head[i].rowid: (outcome.scores[i], head[i].score) for i, _ in placed}
+    return [replace(head[i], score=score) for i, score in placed] + live[len(head) :], scores, None
 
 
 def _bridged(

@@ -1,0 +1,155 @@
+""":class:`~kbseek.rerank.base.Reranker` for an ONNX cross-encoder run in process by fastembed.
+
+fastembed's ``TextCrossEncoder`` runs the model with ONNX Runtime and its tokenizer with
+``tokenizers``: no PyTorch, and the same packages the ``models`` extra brings for the embedders.
+It is imported when the model loads, never before, so a configuration without ``[rerank]`` (or
+with another provider) never pays for it, and a missing package is a note naming the extra to
+install rather than an import error at start-up.
+
+``[rerank] model`` is either a folder or a name:
+
+- a **folder** holding ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``, with the
+  config files fastembed reads beside them (``tokenizer_config.json``, ``config.json``,
+  ``special_tokens_map.json``): used where it is, never copied, never downloaded;
+- a **name** fastembed knows (``TextCrossEncoder.list_supported_models()``, for example
+  ``Xenova/ms-marco-MiniLM-L-6-v2``), looked up in kbseek's cache folder. It is downloaded only when
+  ``[rerank] allow_download = true``: otherwise a model that is not cached yet is a note saying so,
+  because a search must never start a download of hundreds of megabytes nobody asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from kbseek.rerank.base import RerankFailed, RerankSpec
+
+INSTALL_HINT = "install it with: pip install 'kbseek[models]'"
+
+BATCH_SIZE = 32
+"""Pairs per ONNX run: a search's candidates (30 by default) in one or two runs."""
+
+_FOLDER_NAMES = "kbseek-folder:"
+"""Prefix of the name a folder's model is registered under in fastembed's list of custom models."""
+
+_register_lock = threading.Lock()
+
+
+def cache_folder() -> Path:
+    """Where named models are looked for, and downloaded to when that is allowed."""
+    return Path(platformdirs.user_cache_dir("kbseek")) / "rerankers"
+
+
+class LocalReranker:
+    """Scores candidates with a cross-encoder in this process (:mod:`kbseek.rerank.local`)."""
+
+    def __init__(self, spec: RerankSpec, *, cache_dir: Path | None = None) -> None:
+        assert spec.model is not None  # RerankSpec requires it for provider "local"
+        self._model = spec.model
+        self._allow_download = spec.allow_download
+        self._threads = spec.threads or 1
+        self._cache_dir = cache_dir
+        self._encoder: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"local reranker {self._model!r}"
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    def load(self) -> None:
+        if self._encoder is not None:
+            return
+        with self._lock:
+            if self._encoder is None:
+                self._encoder = self._open()
+
+    def score(self, query: str, texts: Sequence[str], *, timeout_s: float) -> list[float]:
+        """Scores for ``texts``; ``timeout_s`` is not needed here (nothing waits on a network)."""
+        self.load()
+        try:
+            return [float(s) for s in self._encoder.rerank(query, list(texts), batch_size=BATCH_SIZE)]
+        except Exception as exc:  # ONNX Runtime and tokenizers raise their own types
+            raise RerankFailed(f"{self.name} failed to score: {exc}") from exc
+
+    def _open(self) -> Any:
+        try:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
+        except ImportError as exc:
+            raise RerankFailed(
+                f"rerank provider 'local' needs the fastembed package, which is not installed ({exc}); "
+                f"{INSTALL_HINT}, or use rerank provider 'http'"
+            ) from None
+        folder = Path(self._model).expanduser()
+        if folder.is_dir():
+            return self._open_folder(TextCrossEncoder, folder.resolve())
+        if self._model.startswith(("/", "~", "./", "../", "\\")) or Path(self._model).is_absolute():
+            raise RerankFailed(
+                f"rerank model folder {self._model!r} does not exist; give the folder holding model.onnx "
+                "and tokenizer.json (an absolute path), or a fastembed model name"
+            )
+        return self._open_named(TextCrossEncoder)
+
+    def _open_folder(self, encoder_class: Any, folder: Path) -> Any:
+        from fastembed.common.model_description import ModelSource
+
+        model_file = next((f for f in ("model.onnx", "onnx/model.onnx") if (folder / f).is_file()), None)
+        missing = [
+            what
+            for what, present in (("model.onnx", model_file is not None), ("tokenizer.json", (folder / "tokenizer.json").is_file()))
+            if not present
+        ]  # fmt: skip
+        if missing:
+            raise RerankFailed(
+                f"rerank model folder {folder} has no {' and no '.join(missing)}; give a folder holding "
+                "an ONNX cross-encoder (model.onnx) and its tokenizer (tokenizer.json, with "
+                "tokenizer_config.json beside it)"
+            )
+        name = f"{_FOLDER_NAMES}{folder}/{model_file}"
+        with _register_lock:  # fastembed's list of custom models is global and refuses a name twice
+            known = {m["model"] for m in encoder_class.list_supported_models()}
+            if name not in known:
+                # The source is never used: a specific_model_path is loaded where it is.
+                encoder_class.add_custom_model(name, sources=ModelSource(hf=name), model_file=model_file)
+        try:
+            return encoder_class(
+                name, specific_model_path=str(folder), threads=self._threads, local_files_only=True,
+                cuda=False,
+            )  # fmt: skip
+        except Exception as exc:
+            raise RerankFailed(f"could not load the cross-encoder in {folder}: {exc}") from exc
+
+    def _open_named(self, encoder_class: Any) -> Any:
+        known = [
+            m["model"]
+            for m in encoder_class.list_supported_models()
+            if not m["model"].startswith(_FOLDER_NAMES)
+        ]
+        if self._model.lower() not in {k.lower() for k in known}:
+            raise RerankFailed(
+                f"fastembed knows no cross-encoder named {self._model!r}; choose one of "
+                + ", ".join(repr(k) for k in known)
+                + ", or give a folder holding model.onnx and tokenizer.json"
+            )
+        cache = self._cache_dir or cache_folder()
+        try:
+            return encoder_class(
+                self._model, cache_dir=str(cache), threads=self._threads,
+                local_files_only=not self._allow_download, cuda=False,
+            )  # fmt: skip
+        except Exception as exc:
+            if not self._allow_download:
+                raise RerankFailed(
+                    f"the cross-encoder {self._model!r} is not in {cache} ({exc}); set [rerank] "
+                    "allow_download = true to let kbseek download it once, or give a folder holding it"
+                ) from exc
+            raise RerankFailed(
+                f"could not load or download the cross-encoder {self._model!r}: {exc}"
+            ) from exc

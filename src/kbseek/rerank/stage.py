@@ -1,0 +1,133 @@
+"""The rerank stage: a reranker run so that it can only improve a search or leave it as it was.
+
+A search must answer whatever the reranker does, so the reranker runs in a worker thread and the
+search waits for it at most ``[rerank] budget_s``. Down (refused, failing to load), slow (past the
+budget, or still loading its model) or wrong (an error status, a malformed answer, a score that is
+not a number): the search keeps the fused order and says why in one note. A worker that overruns
+the budget is left to finish on its own (an HTTP request ends with its timeout, which is the
+budget; an ONNX run cannot be interrupted), and at most ``WORKERS`` run at once, so a reranker
+slower than the searches can never pile threads up: a search finding them all busy waits its
+budget out in the queue, and its job is cancelled before it starts.
+
+:func:`reorder` is the ordering itself, kept pure so that it is tested without a model: the
+candidates are put in the reranker's order, and the fused scores they held are dealt out again in
+that order, so the scores a search returns stay on the fused scale that every later step reads
+(distinct documents first, several collections merged by score, decision 0037) and fall as the
+ranking does (docs/decisions/0038).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+from kbseek.rerank.base import Reranker, RerankFailed, RerankSpec, make_reranker
+
+log = logging.getLogger(__name__)
+
+WORKERS = 2
+"""Reranker calls running at once, per knowledge base. Two cores are a common machine: more would
+only make each call slower, and the budget turns a slow call into the fused order."""
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """What the stage made of one search's candidates."""
+
+    scores: tuple[float, ...] | None
+    """One score per candidate text, in the order given; ``None``: keep the fused order."""
+    note: str | None = None
+    """Why the fused order was kept, for the search's notes; ``None`` when the reranker answered."""
+
+
+def reorder(scores: Sequence[float], fused: Sequence[float]) -> list[tuple[int, float]]:
+    """The candidates' positions best first by rerank score, each with the score its new place takes.
+
+    Ties keep the fused order. The scores dealt out are the candidates' own fused scores, highest
+    first, so the first place gets the best fused score whichever candidate now holds it: the
+    scores of a search fall as its ranking does, stay on the fused scale, and never rise above the
+    best fused score or fall below the worst of the candidates (the candidates not reranked, below
+    them, keep theirs).
+    """
+    if len(scores) != len(fused):
+        raise ValueError(f"{len(scores)} rerank scores for {len(fused)} candidates")
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    dealt = sorted(fused, reverse=True)
+    return [(i, dealt[place]) for place, i in enumerate(order)]
+
+
+class RerankStage:
+    """One reranker with its candidate count and budget, and the workers that run it."""
+
+    def __init__(self, reranker: Reranker, *, candidates: int, budget_s: float) -> None:
+        self.reranker = reranker
+        self.candidates = candidates
+        """How many of the fused ranking's best chunks a search gives the reranker."""
+        self.budget_s = budget_s
+        self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="kbseek-rerank")
+        # Load at once, beside the searches: a local model takes longer than one search's budget to
+        # load, and the searches before it is ready answer in the fused order, saying so.
+        self._loading: Future[None] = self._pool.submit(self._warm_up)
+
+    @classmethod
+    def from_spec(cls, spec: RerankSpec) -> RerankStage:
+        """The stage ``[rerank]`` describes; ``spec`` must be enabled (a provider is set)."""
+        return cls(make_reranker(spec), candidates=spec.candidates, budget_s=spec.budget_s)
+
+    def score(self, query: str, texts: Sequence[str]) -> Reranked:
+        """The reranker's scores for ``texts`` against ``query``, or the reason there are none.
+
+        Never raises and never waits much longer than the budget: whatever goes wrong is a note.
+        """
+        if not texts:
+            return Reranked(())
+        deadline = time.monotonic() + self.budget_s
+        if not self._loading.done():
+            try:
+                self._loading.result(timeout=self.budget_s)
+            except FutureTimeout:
+                return self._skipped(f"{self.reranker.name} is still loading its model")
+        remaining = max(deadline - time.monotonic(), 0.001)
+        job = self._pool.submit(self._run, query, list(texts), remaining)
+        try:
+            scores = job.result(timeout=remaining)
+        except FutureTimeout:
+            job.cancel()  # still queued behind calls that overran: it never starts
+            return self._skipped(
+                f"{self.reranker.name} did not answer within {self.budget_s:g} s (rerank budget_s)"
+            )
+        except RerankFailed as exc:
+            return self._skipped(str(exc))
+        except Exception:
+            log.exception("the reranker %s failed unexpectedly", self.reranker.name)
+            return self._skipped(f"{self.reranker.name} failed unexpectedly (a bug; the log has the details)")
+        if len(scores) != len(texts):
+            return self._skipped(f"{self.reranker.name} gave {len(scores)} scores for {len(texts)} texts")
+        if not all(isinstance(s, int | float) and math.isfinite(s) for s in scores):
+            return self._skipped(f"{self.reranker.name} gave a score that is not a finite number")
+        return Reranked(tuple(float(s) for s in scores))
+
+    def close(self) -> None:
+        """Stop taking calls; one still running finishes on its own (the searches do not wait for it)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self, query: str, texts: list[str], timeout_s: float) -> list[float]:
+        self.reranker.load()  # at once when loaded; a failed warm-up is tried again here
+        return self.reranker.score(query, texts, timeout_s=timeout_s)
+
+    def _warm_up(self) -> None:
+        try:
+            self.reranker.load()
+        except RerankFailed as exc:
+            log.warning("the reranker could not load: %s", exc)  # each search says so in its notes
+        except Exception:
+            log.exception("the reranker %s failed to load unexpectedly", self.reranker.name)
+
+    @staticmethod
+    def _skipped(reason: str) -> Reranked:
+        return Reranked(None, f"not reranked: {reason}; the hits are in the fused order")
