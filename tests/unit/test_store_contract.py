@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import kbseek.store
 from kbseek.documents import Chunk, Link, SectionStart
+from kbseek.errors import KbBug
 from kbseek.store.base import (
     ChunkInput,
     Counts,
@@ -665,6 +666,115 @@ def test_pruning_drops_vectors_no_chunk_uses(store: Store) -> None:
     write(store, document("a.md", c))
     assert store.embedded_count() == 0
     assert [p.content_hash for p in store.chunks_without_vectors()] == [c.chunk.content_hash]
+
+
+# -- the next generation of vectors (a model switch, docs/decisions/0040) ---------------------------
+
+_OLD = EmbeddingRecord("old:1", 2, "scheme-a", '{"provider": "old"}')
+_NEW = EmbeddingRecord("new:1", 3, "scheme-a", '{"provider": "new"}')
+
+
+def _embedded_with_old_model(store: Store, *cs: ChunkInput) -> None:
+    write(store, document("a.md", *cs))
+    with store.transaction() as tx:
+        tx.put_vectors({c.chunk.content_hash: _unit(1, i + 1) for i, c in enumerate(cs)})
+        tx.record_embedding(_OLD)
+
+
+def test_the_embedder_spec_is_recorded_with_the_vectors_and_reads_back(opener: Opener) -> None:
+    store = opener()
+    with store.transaction() as tx:
+        tx.record_embedding(_OLD)
+    store.close()
+    store = opener()
+    try:
+        assert store.meta().embedding == _OLD and store.meta().next_embedding is None
+    finally:
+        store.close()
+
+
+def test_next_vectors_leave_the_current_ones_answering_until_promoted(store: Store) -> None:
+    cs = [chunk("a.md", i, f"text number {i}") for i in range(3)]
+    _embedded_with_old_model(store, *cs)
+    before = store.chunk_vectors(2)
+    assert store.missing_next_vector_count() == 3 and store.next_embedded_count() == 0
+    with store.transaction() as tx:
+        tx.start_next_generation(_NEW)
+        tx.put_next_vectors({cs[0].chunk.content_hash: _unit(1, 0, 0)})
+    meta = store.meta()
+    assert meta.embedding == _OLD and meta.next_embedding == _NEW
+    ids, matrix = store.chunk_vectors(2)  # searches still read the old model's vectors, all of them
+    assert np.array_equal(ids, before[0]) and np.array_equal(matrix, before[1])
+    assert store.embedded_count() == 3 and store.pending_vector_count() == 0
+    assert store.next_embedded_count() == 1 and store.missing_next_vector_count() == 2
+    assert [p.content_hash for p in store.chunks_without_next_vectors()] == sorted(
+        c.chunk.content_hash for c in cs[1:]
+    )
+    with store.transaction() as tx:
+        tx.put_next_vectors({c.chunk.content_hash: _unit(1, 1, i) for i, c in enumerate(cs[1:])})
+        tx.promote_next_generation()
+    meta = store.meta()
+    assert meta.embedding == _NEW and meta.next_embedding is None
+    ids, matrix = store.chunk_vectors(3)
+    assert matrix.shape == (3, 3) and np.array_equal(ids, before[0])
+    assert np.array_equal(matrix[0], _unit(1, 0, 0).astype(np.float32))
+    assert store.next_embedded_count() == 0 and store.missing_next_vector_count() == 3
+
+
+def test_a_next_generation_started_again_keeps_its_vectors_only_for_the_same_model(store: Store) -> None:
+    c = chunk("a.md", 0, "alpha")
+    _embedded_with_old_model(store, c)
+    with store.transaction() as tx:
+        tx.start_next_generation(EmbeddingRecord("new:1", None, "scheme-a", None))
+        tx.put_next_vectors({c.chunk.content_hash: _unit(1, 0, 0)})
+    with store.transaction() as tx:  # a resumed switch: what was written is kept
+        tx.start_next_generation(_NEW)
+    assert store.next_embedded_count() == 1 and store.meta().next_embedding == _NEW
+    with store.transaction() as tx:  # the configuration changed again: another model's generation
+        tx.start_next_generation(EmbeddingRecord("other:1", 5, "scheme-a", None))
+    assert store.next_embedded_count() == 0 and store.missing_next_vector_count() == 1
+
+
+def test_an_interrupted_switch_keeps_the_next_vectors_already_committed(store: Store) -> None:
+    cs = [chunk("a.md", i, f"text number {i}") for i in range(2)]
+    _embedded_with_old_model(store, *cs)
+    with store.transaction() as tx:
+        tx.start_next_generation(_NEW)
+        tx.put_next_vectors({cs[0].chunk.content_hash: _unit(1, 0, 0)})
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.put_next_vectors({cs[1].chunk.content_hash: _unit(0, 1, 0)})
+        tx.promote_next_generation()
+        raise RuntimeError("killed")
+    assert store.meta().embedding == _OLD and store.meta().next_embedding == _NEW
+    assert store.next_embedded_count() == 1 and store.embedded_count() == 2
+
+
+def test_next_vectors_need_a_started_generation(store: Store) -> None:
+    c = chunk("a.md", 0, "alpha")
+    _embedded_with_old_model(store, c)
+    with pytest.raises(KbBug), store.transaction() as tx:
+        tx.put_next_vectors({c.chunk.content_hash: _unit(1, 0, 0)})
+    with pytest.raises(KbBug), store.transaction() as tx:
+        tx.promote_next_generation()
+    assert store.meta().embedding == _OLD
+
+
+def test_pruning_and_clearing_reach_the_next_generation(store: Store) -> None:
+    c, gone = chunk("a.md", 0, "alpha"), chunk("b.md", 0, "beta")
+    _embedded_with_old_model(store, c)
+    (gone_id,) = write(store, document("b.md", gone))
+    with store.transaction() as tx:
+        tx.start_next_generation(_NEW)
+        tx.put_next_vectors({c.chunk.content_hash: _unit(1, 0, 0), gone.chunk.content_hash: _unit(0, 1, 0)})
+        tx.delete_document(gone_id)
+        tx.prune()
+    write(store, document("b.md", gone))
+    assert store.next_embedded_count() == 1
+    with store.transaction() as tx:
+        tx.clear_vectors()
+    meta = store.meta()
+    assert meta.embedding is None and meta.next_embedding is None
+    assert store.next_embedded_count() == 0 and store.embedded_count() == 0
 
 
 # -- what a store is made of -----------------------------------------------------------------------

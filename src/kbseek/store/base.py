@@ -147,6 +147,10 @@ class EmbeddingRecord:
     scheme: str | None
     """How a chunk's parts were combined into one vector (``embed.chunk_vectors.VECTOR_SCHEME``);
     ``None`` for vectors written before schemes were recorded."""
+    spec: str | None = None
+    """The embedder's whole configuration as JSON (an ``EmbedderSpec``), so that the model can be built
+    again to embed queries while another model's vectors are made (docs/decisions/0040); ``None`` for
+    vectors written before it was recorded."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ class IndexMeta:
     listing_pass: int = 0
     """The number (as in :attr:`passes`) of the last pass that added, removed or renamed a document:
     when the resource listing a reader offers changed."""
+    next_embedding: EmbeddingRecord | None = None
+    """The model of the next generation of vectors, made while :attr:`embedding`'s keep answering and
+    promoted when every chunk has one (docs/decisions/0040); ``None`` when no model switch is under way."""
 
 
 # -- records handed in -----------------------------------------------------------------------------
@@ -238,7 +245,8 @@ class StoreWriter(Protocol):
         ...
 
     def prune(self) -> None:
-        """Drop vectors no chunk's content hash uses, and the oldest retired ids beyond the kept number."""
+        """Drop vectors (of either generation) no chunk's content hash uses, and the oldest retired ids
+        beyond the kept number."""
         ...
 
     def put_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
@@ -249,7 +257,29 @@ class StoreWriter(Protocol):
         ...
 
     def clear_vectors(self) -> None:
-        """Forget every vector and the :class:`EmbeddingRecord`, so the next pass embeds everything afresh."""
+        """Forget every vector and the :class:`EmbeddingRecord`, so the next pass embeds everything afresh;
+        a next generation (its vectors and record) is forgotten too."""
+        ...
+
+    def start_next_generation(self, embedding: EmbeddingRecord) -> None:
+        """Record ``embedding`` as the model of the next generation of vectors (docs/decisions/0040).
+
+        The next generation's vectors already written are kept when the record it had names the same
+        model and scheme (a switch resumed after a crash or restart), and dropped otherwise; the
+        current vectors and their record are never touched.
+        """
+        ...
+
+    def put_next_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        """Like :meth:`put_vectors`, into the next generation. Raises :class:`~kbseek.errors.KbBug`
+        when no next generation was started."""
+        ...
+
+    def promote_next_generation(self) -> None:
+        """Make the next generation the vectors: its vectors replace every current one and its record
+        becomes :attr:`IndexMeta.embedding`; afterwards there is no next generation. Readers see the old
+        vectors or the new ones, never a mix (it is one transaction). Raises
+        :class:`~kbseek.errors.KbBug` when no next generation was started."""
         ...
 
     def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
@@ -476,6 +506,20 @@ class Store(Protocol):
         """Rowids of every chunk that has a vector, ascending."""
         ...
 
+    def chunks_without_next_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
+        """Like :meth:`chunks_without_vectors`, for the next generation: what a model switch still has
+        to embed (every chunk when no next generation was started)."""
+        ...
+
+    def next_embedded_count(self) -> int:
+        """How many chunks have a vector of the next generation: how far a model switch is."""
+        ...
+
+    def missing_next_vector_count(self) -> int:
+        """How many distinct chunk contents have no vector of the next generation: the switch's total
+        still to embed; 0 means it may be promoted."""
+        ...
+
     def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
         """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
         ...
@@ -513,7 +557,9 @@ class NearestVectors(Protocol):
 def model_incompatibility(store: Store, model_id: str) -> IndexIncompatible | None:
     """The refusal to mix vectors of two models in one index, or ``None`` when they are the same model.
 
-    One wording for both places that meet it: a pass about to embed, and the dense leg loading.
+    A pass checks it before it adds vectors of ``model_id`` to the current generation: a model switch
+    makes the new model's vectors in the next generation instead (docs/decisions/0040), so meeting it
+    means a caller skipped that.
     """
     embedding = store.meta().embedding
     recorded = embedding.model if embedding is not None else None

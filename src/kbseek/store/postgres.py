@@ -44,6 +44,7 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.postgres_generation import PostgresNextGeneration
 from kbseek.store.postgres_links import PostgresLinks
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
 from kbseek.store.postgres_lock import PassLock
@@ -80,7 +81,7 @@ _ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
-class PostgresStore(PostgresLinks):
+class PostgresStore(PostgresLinks, PostgresNextGeneration):
     """Open (creating if needed) knowledge base ``kb_name``'s index in the database at ``url``.
 
     With ``create=False`` nothing is created: a knowledge base the database does not hold yet reads

@@ -26,7 +26,7 @@ from kbseek.store.schema import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA_PREFIX = "kbseek_"
 """Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
@@ -59,6 +59,7 @@ TABLES = (
     "vocabulary",
     "links",
     "document_names",
+    "next_embeddings",
 )
 """Every table of the layout, so an older one can be dropped table by table and a schema holding
 anything else is recognised as not kbseek's."""
@@ -204,18 +205,31 @@ CREATE INDEX IF NOT EXISTS document_names_by_document ON document_names(document
 """
 DDL += _LINKS
 
+_NEXT_EMBEDDINGS = """
+-- The next generation of vectors: another model's, made while those in embeddings keep answering,
+-- and moved into embeddings when every chunk has one (docs/decisions/0040). No approximate index:
+-- nothing searches it before it is promoted.
+CREATE TABLE IF NOT EXISTS next_embeddings (
+    content_hash text COLLATE "C" PRIMARY KEY,
+    vector       vector NOT NULL
+);
+"""
+DDL += _NEXT_EMBEDDINGS
+
 ADDED: dict[int, str] = {
     2: _DOCUMENT_TEXTS,
     # The postings' key is (term, chunk), so a term's rows count the chunks holding it.
     3: _VOCABULARY
     + "INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM postings GROUP BY term;",
     4: _LINKS,
+    5: _NEXT_EMBEDDINGS,
 }
 """For a schema version, what brings a schema of the version before it up to it when the change only
 adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
 text, filled by the re-parse that parse version 5 causes, every vector kept. 3: the vocabulary, filled
 from the postings in the same transaction. 4: the documents' links and names, filled by the
-re-parse that parse version 6 causes, vectors kept."""
+re-parse that parse version 6 causes, vectors kept. 5: the next generation of vectors, empty until a
+model switch (docs/decisions/0040)."""
 
 
 def schema_name(kb_name: str) -> str:

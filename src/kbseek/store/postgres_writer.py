@@ -30,11 +30,15 @@ from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.links import document_names, link_keys
 from kbseek.store.schema import (
     META_EMBEDDING,
+    META_NEXT_EMBEDDING,
     META_PASSES,
+    NEXT_PREFIX,
     RETIRED_CHUNKS_KEPT,
     embedding_meta,
+    index_meta,
     pack_text,
     pass_meta,
+    same_generation,
 )
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -273,9 +277,11 @@ class PostgresWriter:
             )
 
     def prune(self) -> None:
-        self._conn.execute(
-            "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
-        )
+        for table in ("embeddings", "next_embeddings"):
+            self._conn.execute(
+                f"DELETE FROM {table} e"
+                " WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+            )
         self._conn.execute(
             "DELETE FROM retired_chunks WHERE chunk_id IN (SELECT chunk_id FROM retired_chunks"
             " ORDER BY retired_at DESC OFFSET %s)",
@@ -316,7 +322,52 @@ class PostgresWriter:
     def clear_vectors(self) -> None:
         # DELETE, not TRUNCATE: TRUNCATE's lock would make every reader wait for this transaction.
         self._conn.execute("DELETE FROM embeddings")
-        self._conn.execute("DELETE FROM meta WHERE key = ANY(%s::text[])", (list(META_EMBEDDING),))
+        self._conn.execute("DELETE FROM next_embeddings")
+        keys = list(META_EMBEDDING + META_NEXT_EMBEDDING)
+        self._conn.execute("DELETE FROM meta WHERE key = ANY(%s::text[])", (keys,))
+
+    # -- the next generation (a model switch, docs/decisions/0040) ---------------------------------
+
+    def _next_record(self) -> EmbeddingRecord | None:
+        rows = self._conn.execute("SELECT key, value FROM meta").fetchall()
+        return index_meta({str(k): str(v) for k, v in rows}).next_embedding
+
+    def start_next_generation(self, embedding: EmbeddingRecord) -> None:
+        if not same_generation(self._next_record(), embedding):
+            self._conn.execute("DELETE FROM next_embeddings")
+        for key, value in embedding_meta(embedding, prefix=NEXT_PREFIX).items():
+            self._set_meta(key, value)
+
+    def put_next_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        """As :meth:`put_vectors`, without its check of one dimension: the switch writes every vector
+        of the generation with one model, and :meth:`start_next_generation` empties it for another."""
+        if self._next_record() is None:
+            raise KbBug("next-generation vectors were written before the generation was started")
+        if not vectors:
+            return
+        rows = [(h, Vector(np.asarray(v, dtype=np.float32))) for h, v in vectors.items()]
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO next_embeddings (content_hash, vector) VALUES (%s, %b)"
+                " ON CONFLICT (content_hash) DO UPDATE SET vector = EXCLUDED.vector",
+                rows,
+            )
+
+    def promote_next_generation(self) -> None:
+        """DELETE and INSERT in this transaction, not a table rename: a rename's lock would make every
+        reader wait, and the approximate index (on ``embeddings``) is then rebuilt for the new
+        dimension by ``build_vector_index``, outside any transaction."""
+        record = self._next_record()
+        if record is None:
+            raise KbBug("no next generation of vectors to promote")
+        self._conn.execute("DELETE FROM embeddings")
+        self._conn.execute(
+            "INSERT INTO embeddings (content_hash, vector) SELECT content_hash, vector FROM next_embeddings"
+        )
+        self._conn.execute("DELETE FROM next_embeddings")
+        self.record_embedding(record)
+        for key in META_NEXT_EMBEDDING:
+            self._set_meta(key, None)
 
     # -- meta --------------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -93,6 +93,7 @@ CREATE TABLE IF NOT EXISTS skipped (
 
 {document_texts}
 {links}
+{next_embeddings}
 """
 
 _DOCUMENT_TEXTS = """
@@ -131,14 +132,27 @@ CREATE TABLE IF NOT EXISTS document_names (
 CREATE INDEX IF NOT EXISTS document_names_by_document ON document_names(document);
 """
 
-DDL = DDL.format(chunk_sections=_CHUNK_SECTIONS, document_texts=_DOCUMENT_TEXTS, links=_LINKS)
+_NEXT_EMBEDDINGS = """
+-- The next generation of vectors: another model's, made while those in embeddings keep answering,
+-- and moved into embeddings when every chunk has one (docs/decisions/0040).
+CREATE TABLE IF NOT EXISTS next_embeddings (
+    content_hash TEXT PRIMARY KEY,
+    vector       BLOB NOT NULL          -- little-endian float32, dimension in meta (next_dim)
+);
+"""
 
-ADDED: dict[int, str] = {2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS, 4: _LINKS}
+DDL = DDL.format(
+    chunk_sections=_CHUNK_SECTIONS, document_texts=_DOCUMENT_TEXTS, links=_LINKS,
+    next_embeddings=_NEXT_EMBEDDINGS,
+)  # fmt: skip
+
+ADDED: dict[int, str] = {2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS, 4: _LINKS, 5: _NEXT_EMBEDDINGS}
 """For a schema version, the statements that bring an index of the version before it up to it, when
 that change only adds tables: the index is updated in place instead of rebuilt. 2: the sections
 merged into a chunk (filled by the re-parse that parse version 4 causes, with every vector kept);
 3: the documents' served text (filled by the re-parse of parse version 5, vectors kept); 4: the
-documents' links and names (filled by the re-parse of parse version 6, vectors kept)."""
+documents' links and names (filled by the re-parse of parse version 6, vectors kept); 5: the next
+generation of vectors, empty until a model switch (docs/decisions/0040)."""
 
 # BM25 column weights for (heading, body): a match in the heading path says
 # more about what a chunk is about than one in passing.
@@ -155,7 +169,11 @@ META_LISTING_PASS = "listing_pass"
 META_EMBED_MODEL = "embed_model"
 META_EMBED_DIM = "embed_dim"
 META_EMBED_SCHEME = "embed_scheme"
-META_EMBEDDING = (META_EMBED_MODEL, META_EMBED_DIM, META_EMBED_SCHEME)
+META_EMBED_SPEC = "embed_spec"
+META_EMBEDDING = (META_EMBED_MODEL, META_EMBED_DIM, META_EMBED_SCHEME, META_EMBED_SPEC)
+NEXT_PREFIX = "next_"
+"""The next generation's record is kept under the same keys with this prefix (``next_embed_model`` …)."""
+META_NEXT_EMBEDDING = tuple(NEXT_PREFIX + key for key in META_EMBEDDING)
 
 
 def open_schema(conn: sqlite3.Connection, path: Path) -> None:
@@ -309,19 +327,24 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
 
 def index_meta(raw: dict[str, str]) -> IndexMeta:
     """The meta table's strings as typed facts; a value that does not parse counts as never recorded."""
-    model = raw.get(META_EMBED_MODEL)
-    embedding = (
-        EmbeddingRecord(model, _int_or_none(raw.get(META_EMBED_DIM)), raw.get(META_EMBED_SCHEME))
-        if model is not None
-        else None
-    )
     return IndexMeta(
         last_pass_at=_float_or_none(raw.get(META_LAST_PASS_AT)),
         parse_version=_int_or_none(raw.get(META_PARSE_VERSION)),
-        embedding=embedding,
+        embedding=_embedding_record(raw, ""),
         passes=_int_or_none(raw.get(META_PASSES)) or 0,
         listing_pass=_int_or_none(raw.get(META_LISTING_PASS)) or 0,
+        next_embedding=_embedding_record(raw, NEXT_PREFIX),
     )
+
+
+def _embedding_record(raw: dict[str, str], prefix: str) -> EmbeddingRecord | None:
+    model = raw.get(prefix + META_EMBED_MODEL)
+    if model is None:
+        return None
+    return EmbeddingRecord(
+        model, _int_or_none(raw.get(prefix + META_EMBED_DIM)), raw.get(prefix + META_EMBED_SCHEME),
+        raw.get(prefix + META_EMBED_SPEC),
+    )  # fmt: skip
 
 
 def pass_meta(
@@ -353,13 +376,20 @@ def unpack_text(data: bytes) -> str:
     return zlib.decompress(data).decode("utf-8", "surrogatepass")
 
 
-def embedding_meta(embedding: EmbeddingRecord) -> dict[str, str | None]:
-    """The meta rows that record what made the vectors; ``None`` removes a row (read back as unknown)."""
+def embedding_meta(embedding: EmbeddingRecord, *, prefix: str = "") -> dict[str, str | None]:
+    """The meta rows that record what made the vectors (with :data:`NEXT_PREFIX`: the next
+    generation's); ``None`` removes a row (read back as unknown)."""
     return {
-        META_EMBED_MODEL: embedding.model,
-        META_EMBED_DIM: None if embedding.dim is None else str(embedding.dim),
-        META_EMBED_SCHEME: embedding.scheme,
+        prefix + META_EMBED_MODEL: embedding.model,
+        prefix + META_EMBED_DIM: None if embedding.dim is None else str(embedding.dim),
+        prefix + META_EMBED_SCHEME: embedding.scheme,
+        prefix + META_EMBED_SPEC: embedding.spec,
     }
+
+
+def same_generation(old: EmbeddingRecord | None, new: EmbeddingRecord) -> bool:
+    """Whether a next generation recorded as ``old`` is the one ``new`` starts: its vectors are kept."""
+    return old is not None and (old.model, old.scheme) == (new.model, new.scheme)
 
 
 def _int_or_none(value: str | None) -> int | None:

@@ -47,6 +47,7 @@ from kbseek.store.schema import (
     open_schema,
     unpack_text,
 )
+from kbseek.store.sqlite_generation import SqliteNextGeneration
 from kbseek.store.sqlite_links import SqliteLinks
 from kbseek.store.sqlite_writer import SqliteWriter
 
@@ -90,7 +91,7 @@ NEGLIGIBLE_SHARE = 0.5
 no score by more than that. 1.0 keeps every term."""
 
 
-class SqliteStore(SqliteLinks):
+class SqliteStore(SqliteLinks, SqliteNextGeneration):
     """Open (creating if needed) the index at ``path``.
 
     With ``create=False`` a missing index is opened as an empty one held in memory, so a command

@@ -16,15 +16,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.links import document_names, link_keys
 from kbseek.store.schema import (
     META_EMBEDDING,
+    META_NEXT_EMBEDDING,
     META_PASSES,
+    NEXT_PREFIX,
     RETIRED_CHUNKS_KEPT,
     embedding_meta,
+    index_meta,
     pack_text,
     pass_meta,
+    same_generation,
 )
 
 
@@ -134,9 +139,10 @@ class SqliteWriter:
         self._conn.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", list(skipped))
 
     def prune(self) -> None:
-        self._conn.execute(
-            "DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
-        )
+        for table in ("embeddings", "next_embeddings"):
+            self._conn.execute(
+                f"DELETE FROM {table} WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
+            )
         self._conn.execute(
             "DELETE FROM retired_chunks WHERE chunk_id IN (SELECT chunk_id FROM retired_chunks "
             "ORDER BY retired_at DESC LIMIT -1 OFFSET ?)",
@@ -153,8 +159,41 @@ class SqliteWriter:
 
     def clear_vectors(self) -> None:
         self._conn.execute("DELETE FROM embeddings")
-        marks = ",".join("?" * len(META_EMBEDDING))
-        self._conn.execute(f"DELETE FROM meta WHERE key IN ({marks})", META_EMBEDDING)
+        self._conn.execute("DELETE FROM next_embeddings")
+        keys = META_EMBEDDING + META_NEXT_EMBEDDING
+        self._conn.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(keys))})", keys)
+
+    # -- the next generation (a model switch, docs/decisions/0040) ---------------------------------
+
+    def _next_record(self) -> EmbeddingRecord | None:
+        return index_meta(dict(self._conn.execute("SELECT key, value FROM meta").fetchall())).next_embedding
+
+    def start_next_generation(self, embedding: EmbeddingRecord) -> None:
+        if not same_generation(self._next_record(), embedding):
+            self._conn.execute("DELETE FROM next_embeddings")
+        for key, value in embedding_meta(embedding, prefix=NEXT_PREFIX).items():
+            self._set_meta(key, value)
+
+    def put_next_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
+        if self._next_record() is None:
+            raise KbBug("next-generation vectors were written before the generation was started")
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO next_embeddings(content_hash, vector) VALUES (?, ?)",
+            [(h, np.asarray(v, dtype="<f4").tobytes()) for h, v in vectors.items()],
+        )
+
+    def promote_next_generation(self) -> None:
+        record = self._next_record()
+        if record is None:
+            raise KbBug("no next generation of vectors to promote")
+        self._conn.execute("DELETE FROM embeddings")
+        self._conn.execute(
+            "INSERT INTO embeddings(content_hash, vector) SELECT content_hash, vector FROM next_embeddings"
+        )
+        self._conn.execute("DELETE FROM next_embeddings")
+        self.record_embedding(record)
+        for key in META_NEXT_EMBEDDING:
+            self._set_meta(key, None)
 
     # -- meta --------------------------------------------------------------------------------------
 
