@@ -39,7 +39,7 @@ import hashlib
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -195,3 +195,43 @@ def fake_providers(*names: str) -> Iterator[list[FakeEmbedder]]:
                 register_provider(name, previous[name], replace=True)
             else:
                 PROVIDERS.unregister(name)
+
+
+class TwoModels:
+    """What :func:`two_fake_models` yields: the embedders each provider made, and which are broken."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, list[FakeEmbedder]] = {"fake-old": [], "fake-new": []}
+        """The embedders each provider made, in order, by provider name."""
+        self.broken: set[str] = set()
+        """Provider names whose embedders fail to load from now on (a model that cannot come back)."""
+
+    def last(self, name: str) -> FakeEmbedder:
+        return self.made[name][-1]
+
+
+@contextmanager
+def two_fake_models(old_dim: int = 16, new_dim: int = 24) -> Iterator[TwoModels]:
+    """Providers ``fake-old`` and ``fake-new``: two models with their own ids (``fake-old:16``) and
+    dimensions, for a change of model (docs/decisions/0040).
+
+    Built through the registry, so a model named by the spec recorded in an index is built again the
+    way kbseek builds it.
+    """
+    models = TwoModels()
+
+    def provider(name: str, dim: int) -> Callable[[EmbedderSpec], FakeEmbedder]:
+        def make(spec: EmbedderSpec) -> FakeEmbedder:
+            fail = f"{name} is gone" if name in models.broken else None
+            models.made[name].append(FakeEmbedder(dim=dim, model_id=f"{name}:{dim}", fail=fail))
+            return models.made[name][-1]
+
+        return make
+
+    register_provider("fake-old", provider("fake-old", old_dim))
+    register_provider("fake-new", provider("fake-new", new_dim))
+    try:
+        yield models
+    finally:
+        PROVIDERS.unregister("fake-old")
+        PROVIDERS.unregister("fake-new")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from kbseek.config import Limits, Settings
 from kbseek.embed.base import Embedder
-from kbseek.embed.factory import make_embedder
 from kbseek.facade import shaping
 from kbseek.facade.catalog import Catalog, ResourceText
 from kbseek.facade.live_config import LiveConfig, PathArg
@@ -88,10 +87,8 @@ class KnowledgeBase:
             prepare_index_dir(self.index_dir)
         self.store: Store = open_index(settings, self.index_dir, read_only=read_only)
         """The index itself, for tools below this API (tests, benchmarks); surfaces never need it."""
-        if settings.semantic and embedder is None:
-            embedder = make_embedder(settings.embed)
         folder = None if read_only else self.index_dir  # where an approximate dense index is saved
-        self._semantic = SemanticLeg(embedder if settings.semantic else None, self.store, settings, folder)
+        self._semantic = SemanticLeg(embedder, self.store, settings, folder)  # builds [embed]'s model
         self._runner = IndexRunner(
             self.store, self.index_dir, self._live, self._semantic, read_only=read_only
         )
@@ -149,8 +146,9 @@ class KnowledgeBase:
 
     @property
     def model_mismatch(self) -> bool:
-        """True when the index holds vectors of another model (``index(reembed=True)`` fixes it)."""
-        return self._semantic.mismatch is not None
+        """True while the index holds vectors of another model: passes switch it to the configured one
+        in the background (decision 0040), and ``index(reembed=True)`` drops them at once."""
+        return self._semantic.switching_from is not None
 
     def summary(self) -> IndexSummary:
         """How much is indexed and searchable semantically right now: the ``index`` of every response."""
@@ -177,8 +175,8 @@ class KnowledgeBase:
         """Bring the index in line with the files: one incremental pass (after a running one finishes).
 
         ``progress`` receives the snapshots ``status`` shows. ``embed=False``: no vectors (a later pass
-        embeds). ``reembed`` drops every vector first, the way over from another model's index (else
-        :class:`~kbseek.errors.IndexIncompatible`). ``prune_disabled=False`` keeps rows of formats no
+        embeds). ``reembed`` drops every vector first (else a change of model is made in the background
+        while the old vectors answer, decision 0040). ``prune_disabled=False`` keeps rows of formats no
         longer enabled. Raises :class:`~kbseek.errors.IndexLocked` when another process writes it."""
         load = self._semantic.ensure_loaded if embed and not self.read_only else None
         return self._runner.index(

@@ -82,6 +82,8 @@ log = logging.getLogger(__name__)
 SCOPED_BATCH_MAX = 5_000
 """A watcher batch with more paths than this (a large checkout) gets a scan of the whole tree."""
 
+RECONCILIATION = "reconciliation pass"
+
 IndexListener = Callable[[IndexReport], None]
 """Called after every pass that changed the index (the MCP server sends ``list_changed``)."""
 
@@ -104,6 +106,9 @@ class IndexRunner:
         self._semantic = semantic
         self._read_only = read_only
         self._pass_lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._waiters = 0
+        """Passes waiting for ``_pass_lock`` (``_waiting_for_pass``)."""
         self._writer = writer_lock(store, index_dir)
         self._follower = Follower(store, self._after_followed_pass)
         self._listeners: list[IndexListener] = []
@@ -131,12 +136,13 @@ class IndexRunner:
         active = self._live.active  # one read: settings and parsers from the same reload
         settings = active.settings
         root = files_of(settings)
-        embed_fn, model_id = self._semantic.embedding(embed)
+        models = self._semantic.embedding(embed)
         return Indexer(
             root, self._store, active.registry,
             Exclusion(root, settings.exclude_dirs, self._index_dir),
-            chunking=settings.chunking, max_file_bytes=settings.max_file_bytes, embed=embed_fn,
-            model_id=model_id, embed_batch=settings.embed.batch_size,
+            chunking=settings.chunking, max_file_bytes=settings.max_file_bytes, embed=models.embed,
+            model_id=models.model_id, spec=models.spec, switch=models.switch,
+            embed_batch=settings.embed.batch_size, yields=self._pass_waited,
         )  # fmt: skip
 
     def index(
@@ -157,7 +163,7 @@ class IndexRunner:
         """
         if self._read_only:
             raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
-        with self._pass_lock, self._holding_writer():
+        with self._waiting_for_pass(), self._holding_writer():
             track = self._tracking(progress)
             scanned = None
             if load_model is not None and not self._semantic.untouched:
@@ -168,10 +174,8 @@ class IndexRunner:
                 )
             if reembed:
                 self._indexer(embed=False).reembed()
-                if self._semantic.mismatch is not None:
-                    self._semantic.load()  # the other model's vectors are gone: the model fits now
-            elif embed and self._semantic.mismatch is not None:
-                raise self._semantic.mismatch
+                # No vectors, no record: the configured model answers now, a switch under way is moot.
+                self._semantic.vectors_changed(rebuilt=True)
             try:
                 with self._running_pass():
                     indexer = self._indexer(embed=embed)
@@ -192,10 +196,29 @@ class IndexRunner:
                 self._last_check = time.monotonic()
         # Outside the pass lock: the next pass (a watcher batch) need not wait while the dense index
         # catches up with this one (a diff of every vector rowid: 0.2-0.5 s at 140k chunks).
-        if remade:
+        if remade or report.switched:
             self._semantic.vectors_changed(rebuilt=True)
         self._after_pass(report)
         return report
+
+    @contextmanager
+    def _waiting_for_pass(self) -> Iterator[None]:
+        """The pass lock, counted while waited for: a model switch under way stops at its next batch
+        when a pass waits (``_pass_waited``), so an edit is not held up for the whole switch."""
+        with self._count_lock:
+            self._waiters += 1
+        try:
+            self._pass_lock.acquire()
+        finally:
+            with self._count_lock:
+                self._waiters -= 1
+        try:
+            yield
+        finally:
+            self._pass_lock.release()
+
+    def _pass_waited(self) -> bool:
+        return self._waiters > 0
 
     def _scan_for_model(
         self, load_model: Callable[[], None], track: Progress, *, whole_tree: bool
@@ -259,19 +282,24 @@ class IndexRunner:
         if self._read_only or not self.watcher_keeps_fresh:
             return
         self._live.reload_if_changed()
-        self._scan_and_pass("reconciliation pass", time.monotonic())
+        self._scan_and_pass(RECONCILIATION, time.monotonic())
 
     def _scan_and_pass(self, what: str, now: float) -> None:
-        """A stat scan and, if it found a change or a pass is owed, a pass; skipped while one runs."""
+        """A stat scan and, if it found a change or a pass is owed, a pass; skipped while one runs.
+
+        The reconciliation also carries on a model switch that stopped for another pass (its own
+        thread can take the time); a call's freshness check never does, it would make the call wait.
+        """
         if not self._pass_lock.acquire(blocking=False):
             return
         report = None
         try:
             self._last_check = now
             with self._unattended(what):
-                indexer = self._indexer(embed=self._semantic.ready)
+                indexer = self._indexer(embed=self._semantic.embeds)
                 scanned = indexer.quick_scan()
-                if not indexer.needs_pass(scanned) and not self._pass_failed:
+                switching = indexer.switch is not None and what == RECONCILIATION
+                if not indexer.needs_pass(scanned) and not self._pass_failed and not switching:
                     return
                 with self._holding_writer(), self._running_pass():
                     report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
@@ -338,6 +366,8 @@ class IndexRunner:
 
     def _after_pass(self, report: IndexReport) -> None:
         self.last_report = report
+        if self._semantic.switching_from is not None and self.watcher_keeps_fresh:
+            self._reconcile_wake.set()  # a switch that stopped for another pass goes on without an edit
         if report.changed:
             self._after_change(report, rebuilt=False)
 
@@ -457,7 +487,7 @@ class IndexRunner:
         self._live.reload_if_changed()
         rels = None if self._live.active is not before else self._scoped(changed)
         with self._unattended("indexing after a change"):
-            self.index(prune_disabled=False, embed=self._semantic.ready, changed=rels)
+            self.index(prune_disabled=False, embed=self._semantic.embeds, changed=rels)
 
     def _scoped(self, changed: set[Path]) -> set[str] | None:
         """The batch as root-relative paths, or ``None`` when it calls for a scan of the whole tree."""
@@ -488,9 +518,9 @@ class IndexRunner:
             # search; not at all while the bridge is off, nor by a server already stopping.
             if self._live.settings.bridge_weight > 0 and not self._closing.is_set():
                 lexicon()
-            if self._semantic.ready and not self._read_only:
+            if self._semantic.embeds and not self._read_only:
                 with self._unattended("embedding pass"):
-                    self.index(prune_disabled=False)  # embeds what the catch-up pass wrote
+                    self.index(prune_disabled=False)  # embeds what the catch-up pass wrote, and switches
 
         self.indexing = not self._read_only  # visible at once, before the thread is scheduled
         self._semantic.loading_in_background()

@@ -7,7 +7,10 @@ together with its chunks, so a crash mid-pass loses at most the document being
 written and never mixes old and new chunks. Vectors, keyed by chunk content,
 are made while later documents are parsed (``ingest.embed_ahead``) and after
 every document is written (the embed phase); chunks left without one by a
-crash or a lexical-only pass are embedded by the next pass.
+crash or a lexical-only pass are embedded by the next pass. When the configured model is not the
+one the index's vectors are of, a pass makes the new model's vectors into a next generation while
+the old ones keep answering, and promotes it once every chunk has one (:class:`ModelSwitch`,
+docs/decisions/0040).
 
 A pass plans before it writes (``Indexer.plan``, ``ingest.plan``): the comparison of the scan with
 the store is worked out without a write, so it can be looked at and tested on its own, and
@@ -85,6 +88,8 @@ class IndexReport(BaseModel):
     """A pass another process committed to a shared index, which a server that only reads it learned
     of: what it changed is not known here, only whether its listing moved (``listing_moved``)."""
     listing_moved: bool = Field(default=False, exclude=True)
+    switched: bool = Field(default=False, exclude=True)
+    """The pass finished a model switch: the index's vectors are now the configured model's."""
 
     @field_serializer("skipped", when_used="json")
     def _skipped_json(self, skipped: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -123,6 +128,7 @@ class _Tally:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks_written: int = 0
     chunks_embedded: int = 0
+    switched: bool = False
 
     @property
     def listing_changed(self) -> bool:
@@ -133,7 +139,24 @@ class _Tally:
             added=self.added, updated=self.updated, renamed=self.renamed, deleted=self.deleted,
             unchanged=self.unchanged, skipped=self.skipped, warnings=self.warnings,
             chunks_written=self.chunks_written, chunks_embedded=self.chunks_embedded, seconds=seconds,
+            switched=self.switched,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModelSwitch:
+    """The configured model while the index's vectors are another's (docs/decisions/0040).
+
+    A pass gives every chunk a vector of it in the next generation, committed a batch at a time so a
+    crash or a restart loses at most one batch, and promotes that generation, in one transaction,
+    once no chunk lacks one. Meanwhile the pass's ``embed`` (the old model, when it could be built
+    again) keeps the current generation whole, so searches go on with the old model.
+    """
+
+    embed: EmbedFn
+    model_id: str
+    spec: str | None
+    """The model's ``EmbedderSpec`` as JSON, recorded with its vectors."""
 
 
 @dataclass(frozen=True)
@@ -161,8 +184,15 @@ class Indexer:
         max_file_bytes: int,
         embed: EmbedFn | None = None,
         model_id: str | None = None,
+        spec: str | None = None,
+        switch: ModelSwitch | None = None,
         embed_batch: int,
+        yields: Callable[[], bool] | None = None,
     ) -> None:
+        """``embed``/``model_id``/``spec``: the model of the index's vectors, ``None`` for a pass that
+        adds none to them; ``switch``: the model the index is switching to, if it is; ``yields``:
+        whether another pass is waiting, when a switch stops after its batch and leaves the rest to
+        the passes after it (nothing done is lost)."""
         self.root = root
         self.store = store
         self.registry = registry
@@ -171,6 +201,9 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self.embed = embed
         self.model_id = model_id
+        self.spec = spec
+        self.switch = switch
+        self.yields = yields
         self.embed_batch = max(1, embed_batch)
 
     # -- the pass ----------------------------------------------------------------------------------
@@ -293,6 +326,7 @@ class Indexer:
             report.deleted.append(path)
 
         self._backfill_vectors(report, progress)
+        self._switch_model(report, progress)
         skipped = report.skipped
         if scope is not None:  # the list outside the scope is still the last full scan's
             kept = [(s.path, s.reason) for s in self.store.skipped() if not scope.covers(s.path.rstrip("/"))]
@@ -326,10 +360,11 @@ class Indexer:
     def would_embed(self, model_id: str) -> bool:
         """Whether a pass that changes no document would still call the model ``model_id``: chunks
         without a vector, or vectors made by another model or combined another way."""
-        embedding = self.store.meta().embedding
+        meta = self.store.meta()
+        embedding = meta.embedding
         if embedding is not None and (embedding.model != model_id or embedding.scheme != VECTOR_SCHEME):
             return True
-        return self.store.pending_vector_count() > 0
+        return self.store.pending_vector_count() > 0 or meta.next_embedding is not None
 
     def vectors_outdated(self) -> bool:
         """Vectors of the configured model, combined from a chunk's parts another way (an older kbseek)."""
@@ -451,7 +486,50 @@ class Indexer:
     def _record_model(self, tx: StoreWriter, vectors: dict[str, np.ndarray]) -> None:
         if vectors and self.model_id is not None:
             dim = len(next(iter(vectors.values())))
-            tx.record_embedding(EmbeddingRecord(model=self.model_id, dim=dim, scheme=VECTOR_SCHEME))
+            tx.record_embedding(
+                EmbeddingRecord(model=self.model_id, dim=dim, scheme=VECTOR_SCHEME, spec=self.spec)
+            )
+
+    def _switch_model(self, report: _Tally, progress: Progress | None) -> None:
+        """A model switch's share of the pass (:class:`ModelSwitch`): the next generation's missing
+        vectors, a batch per transaction, then its promotion once none is missing.
+
+        Its progress is the ``embed`` phase's, with the new model named as the item.
+        """
+        switch = self.switch
+        if switch is None:
+            return
+        total, done, item = self.store.missing_next_vector_count(), 0, f"switching to {switch.model_id}"
+        dim: int | None = None
+        if progress and total:
+            progress("embed", 0, total, item)
+        after = ""
+        while page := self.store.chunks_without_next_vectors(after=after, limit=self.embed_batch):
+            after = page[-1].content_hash
+            matrix = embed_chunks(switch.embed, [(p.heading_path, p.text) for p in page])
+            dim = matrix.shape[1]
+            with self.store.transaction() as tx:
+                tx.start_next_generation(EmbeddingRecord(switch.model_id, dim, VECTOR_SCHEME, switch.spec))
+                tx.put_next_vectors(dict(zip((p.content_hash for p in page), matrix, strict=True)))
+            done += len(page)
+            report.chunks_embedded += len(page)
+            if progress:
+                progress("embed", done, total, item)
+            if self.yields is not None and self.yields():
+                log.info(
+                    "model switch: %d of %d chunk contents embedded; another pass goes first", done, total
+                )
+                return
+        if self.store.missing_next_vector_count():
+            return  # none can be (this pass is the index's one writer), but never promote a gap
+        recorded = self.store.meta().next_embedding
+        if dim is None and recorded is not None and recorded.model == switch.model_id:
+            dim = recorded.dim
+        with self.store.transaction() as tx:
+            tx.start_next_generation(EmbeddingRecord(switch.model_id, dim, VECTOR_SCHEME, switch.spec))
+            tx.promote_next_generation()
+        report.switched = True
+        log.info("the index's vectors are now those of model %s", switch.model_id)
 
     def _backfill_vectors(self, report: _Tally, progress: Progress | None) -> None:
         """The embed phase: vectors for every chunk without one (this pass's new chunks, chunks of
