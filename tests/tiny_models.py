@@ -144,15 +144,16 @@ def cross_encoder_model(vocab_size: int, dim: int = ENCODER_DIM, seed: int = 1) 
     initializers += [
         numpy_helper.from_array(rng.normal(0, 1, (dim, 1)).astype(np.float32), "classifier"),
         numpy_helper.from_array(np.array([1e-9], dtype=np.float32), "epsilon"),
-        numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis"),
-        numpy_helper.from_array(np.array([1], dtype=np.int64), "seq_axis"),
     ]
+    # Opset 12, where Unsqueeze and ReduceSum take their axes as attributes: with the axes as int64
+    # initializers (opset 13 and later), ONNX Runtime 1.22 refused the graph ("Add bound to different
+    # types") in a process that had imported kbseek first, though it loaded alone.
     nodes += [
         helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
-        helper.make_node("Unsqueeze", ["mask_f", "last_axis"], ["mask3"]),  # [batch, seq, 1]
+        helper.make_node("Unsqueeze", ["mask_f"], ["mask3"], axes=[-1]),  # [batch, seq, 1]
         helper.make_node("Mul", ["hidden", "mask3"], ["masked"]),
-        helper.make_node("ReduceSum", ["masked", "seq_axis"], ["summed"], keepdims=0),
-        helper.make_node("ReduceSum", ["mask_f", "seq_axis"], ["count"], keepdims=1),
+        helper.make_node("ReduceSum", ["masked"], ["summed"], axes=[1], keepdims=0),
+        helper.make_node("ReduceSum", ["mask_f"], ["count"], axes=[1], keepdims=1),
         helper.make_node("Add", ["count", "epsilon"], ["count_safe"]),
         helper.make_node("Div", ["summed", "count_safe"], ["pooled"]),  # [batch, dim]
         helper.make_node("MatMul", ["pooled", "classifier"], ["logits"]),  # [batch, 1]
@@ -164,11 +165,11 @@ def cross_encoder_model(vocab_size: int, dim: int = ENCODER_DIM, seed: int = 1) 
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])],
         initializers,
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
 
 
 def _write_model(model: onnx.ModelProto, path: Path) -> None:
-    # Opset 17 and IR 8 load in every ONNX Runtime kbseek supports.
+    # IR 8 loads in every ONNX Runtime kbseek supports.
     model.producer_name = "kbseek-tests"
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
-from kbseek.embed import EmbedderSpec, inspect_model, make_embedder, pull_model
+from kbseek.embed import EmbedderSpec, find_model, inspect_model, make_embedder, pull_model
 from kbseek.embed import hub as hub_module
 from kbseek.errors import ConfigError, EmbedderUnavailable
 from tests.fake_hub import FakeHub, serve_hub
-from tests.tiny_models import ENCODER_DIM, write_encoder
+from tests.tiny_models import ENCODER_DIM, write_cross_encoder, write_encoder
 
 pytest.importorskip("fastembed")
 
@@ -87,8 +88,37 @@ def test_the_spec_needs_a_model_and_keeps_allow_download_to_fastembed() -> None:
 
 
 def test_an_unknown_name_says_where_the_known_ones_are(cache: Path) -> None:
-    with pytest.raises(ConfigError, match="kbseek model list"):
+    with pytest.raises(EmbedderUnavailable, match="kbseek model list"):
         make_embedder(spec("no-such-model-anywhere")).load()
+    with pytest.raises(ConfigError, match="could be any of"):
+        pull_model("bge")
+
+
+def test_names_resolve_in_full_after_the_slash_or_by_a_unique_prefix(cache: Path) -> None:
+    full = find_model("intfloat/multilingual-e5-large")
+    assert find_model("multilingual-e5-large") == full == find_model("Multilingual-E5-Large")
+    assert full.dim == 1024 and full.source.repo_id == "Qdrant/multilingual-e5-large-onnx"
+    assert "model.onnx_data" in full.source.files, "external weights are part of the model"
+    mpnet = find_model("paraphrase-multilingual-mpnet")
+    assert mpnet.name == "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
+
+
+def test_the_tiny_cross_encoder_scores_pairs_with_onnx_runtime(tmp_path: Path) -> None:
+    onnxruntime = pytest.importorskip("onnxruntime")
+    folder = write_cross_encoder(tmp_path / "ce")
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    pairs = tokenizer.encode_batch(
+        [("what do cats eat", "the cat eats fish"), ("what do cats eat", "a lock")]
+    )
+    feeds = {
+        "input_ids": np.array([p.ids for p in pairs], dtype=np.int64),
+        "attention_mask": np.array([p.attention_mask for p in pairs], dtype=np.int64),
+        "token_type_ids": np.array([p.type_ids for p in pairs], dtype=np.int64),
+    }
+    assert pairs[0].tokens[0] == "[CLS]" and pairs[0].type_ids[-1] == 1
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"))
+    (logits,) = session.run(["logits"], feeds)
+    assert logits.shape == (2, 1) and logits.dtype == np.float32 and logits[0, 0] != logits[1, 0]
 
 
 def test_a_model_not_pulled_is_refused_with_the_command_and_nothing_is_downloaded(fake_hub: FakeHub) -> None:

@@ -161,7 +161,10 @@ class FastembedEmbedder:
                 model, model_id = _load_folder(fastembed, folder, self._threads, self._cache)
                 self.origin = f"folder {folder}"
             else:
-                found = find_model(self._name)
+                try:
+                    found = find_model(self._name)
+                except ConfigError as exc:  # a load reports every failure one way (Embedder.load)
+                    raise EmbedderUnavailable(str(exc)) from exc
                 pulled = self._pulled(found)
                 model = _open(
                     fastembed, found.name, pulled.folder, self._threads, self._cache or hub.models_cache()
