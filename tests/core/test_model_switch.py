@@ -20,6 +20,7 @@ import pytest
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import EmbedderSpec
+from kbseek.ingest.indexer import IndexReport
 from kbseek.store.base import Store
 from kbseek.store.sqlite import SqliteStore
 from tests.fakes import FakeEmbedder, TwoModels, two_fake_models
@@ -239,3 +240,28 @@ def test_a_server_switches_in_its_background_pass(root: Path, models: TwoModels)
         assert store.embedded_count() == store.counts().chunks
     finally:
         store.close()
+
+
+def test_a_switch_stops_after_its_batch_for_a_pass_that_waits_and_the_next_pass_goes_on(
+    root: Path, models: TwoModels
+) -> None:
+    with open_kb(root, "fake-new") as kb:
+        kb.load_semantic()
+        new = models.last("fake-new")
+        new.pause_at = 3
+        reports: dict[str, IndexReport] = {}
+        switching = threading.Thread(target=lambda: reports.update(first=kb.index()))
+        switching.start()
+        assert new.paused.wait(30)
+        waiting = threading.Thread(target=lambda: reports.update(second=kb.index()))
+        waiting.start()
+        for _ in range(3000):  # until the second pass waits for the first (no clock involved)
+            if kb._runner._waiters:
+                break
+            threading.Event().wait(0.01)
+        new.resume.set()
+        switching.join(30)
+        waiting.join(30)
+        assert not reports["first"].switched and reports["second"].switched
+        meta = kb.store.meta()
+        assert meta.embedding is not None and meta.embedding.model == NEW
