@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,19 @@ def test_a_local_folder_embeds_unit_vectors_the_same_every_time(encoder: Path, c
     assert again.model_id == embedder.model_id and embedder.model_id.startswith("fastembed:folder:")
     assert embedder.embed_query("cat").shape == (ENCODER_DIM,)
     assert not (cache / hub_module.MANIFESTS).exists(), "a folder model writes nothing to the cache"
+
+
+def test_a_folder_that_asks_for_cls_pooling_gets_other_vectors_and_another_id(
+    encoder: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "cls"
+    shutil.copytree(encoder, folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}', encoding="utf-8")
+    mean, cls = make_embedder(spec(str(encoder))), make_embedder(spec(str(folder)))
+    assert mean.model_id.endswith(":mean") and cls.model_id.endswith(":cls")
+    texts = ["the cat eats fish"]
+    assert not np.allclose(mean.embed_documents(texts), cls.embed_documents(texts))
 
 
 def test_a_folder_without_its_tokenizer_is_refused_naming_the_file(encoder: Path, tmp_path: Path) -> None:

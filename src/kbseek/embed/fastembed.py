@@ -20,7 +20,7 @@ provider loads.
   says CLS, and always normalised.
 
 ``model_id`` names the exact weights, so an index notices when they change: the catalogue name and
-the commit the files were pulled from, or for a folder the sha256 of its ONNX file.
+the commit the files were pulled from, or for a folder the sha256 of its ONNX file and the pooling.
 e5 models are given their ``query: `` / ``passage: `` prefixes, which fastembed leaves to the caller.
 """
 
@@ -273,9 +273,11 @@ def _load_folder(fastembed: Any, folder: Path, threads: int, cache: Path | None)
             "(for example `optimum-cli export onnx --model NAME FOLDER`)"
         )
     digest = hub.sha256_of(weights)
-    name = f"kbseek-local/{digest[:16]}"
     desc = fastembed.common.model_description
-    pooling = desc.PoolingType.CLS if _cls_pooling(folder) else desc.PoolingType.MEAN
+    mode = "cls" if _cls_pooling(folder) else "mean"
+    pooling = desc.PoolingType.CLS if mode == "cls" else desc.PoolingType.MEAN
+    # The pooling is part of the name and the id: it changes the vectors as much as the weights do.
+    name = f"kbseek-local/{digest[:16]}-{mode}"
     data = weights.with_name(weights.name + "_data")
     known = {m.model for m in fastembed.TextEmbedding._list_supported_models()}
     if name not in known:  # the same weights may have been registered earlier in this process
@@ -289,7 +291,7 @@ def _load_folder(fastembed: Any, folder: Path, threads: int, cache: Path | None)
             additional_files=[data.relative_to(folder).as_posix()] if data.is_file() else [],
         )
     cache_dir = cache or hub.models_cache()
-    return _open(fastembed, name, folder, threads, cache_dir), f"fastembed:folder:{digest[:16]}"
+    return _open(fastembed, name, folder, threads, cache_dir), f"fastembed:folder:{digest[:16]}:{mode}"
 
 
 def _cls_pooling(folder: Path) -> bool:
