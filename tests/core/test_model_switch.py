@@ -265,3 +265,18 @@ def test_a_switch_stops_after_its_batch_for_a_pass_that_waits_and_the_next_pass_
         assert not reports["first"].switched and reports["second"].switched
         meta = kb.store.meta()
         assert meta.embedding is not None and meta.embedding.model == NEW
+
+
+def test_configuring_the_old_model_again_gives_the_switch_up(root: Path, models: TwoModels) -> None:
+    with open_kb(root, "fake-new") as kb:
+        kb.load_semantic()
+        crash_after(models.last("fake-new"), 2)
+        with pytest.raises(KeyboardInterrupt):
+            kb.index()
+        assert kb.store.next_embedded_count() > 0
+    with open_kb(root, "fake-old") as kb:
+        kb.index()
+        meta = kb.store.meta()
+        assert meta.embedding is not None and meta.embedding.model == OLD and meta.next_embedding is None
+        assert kb.store.next_embedded_count() == 0 and not kb.model_mismatch
+        assert not any("switching" in n for n in kb.status().notes)

@@ -759,6 +759,20 @@ def test_next_vectors_need_a_started_generation(store: Store) -> None:
     assert store.meta().embedding == _OLD
 
 
+def test_dropping_the_next_generation_leaves_the_current_vectors(store: Store) -> None:
+    c = chunk("a.md", 0, "alpha")
+    _embedded_with_old_model(store, c)
+    with store.transaction() as tx:
+        tx.drop_next_generation()  # none yet: nothing happens
+        tx.start_next_generation(_NEW)
+        tx.put_next_vectors({c.chunk.content_hash: _unit(1, 0, 0)})
+    with store.transaction() as tx:
+        tx.drop_next_generation()
+    meta = store.meta()
+    assert meta.embedding == _OLD and meta.next_embedding is None
+    assert store.next_embedded_count() == 0 and store.embedded_count() == 1
+
+
 def test_pruning_and_clearing_reach_the_next_generation(store: Store) -> None:
     c, gone = chunk("a.md", 0, "alpha"), chunk("b.md", 0, "beta")
     _embedded_with_old_model(store, c)

@@ -498,6 +498,9 @@ class Indexer:
         """
         switch = self.switch
         if switch is None:
+            if self.embed is not None and self.store.meta().next_embedding is not None:
+                with self.store.transaction() as tx:  # [embed] named the index's model again: given up
+                    tx.drop_next_generation()
             return
         total, done, item = self.store.missing_next_vector_count(), 0, f"switching to {switch.model_id}"
         dim: int | None = None

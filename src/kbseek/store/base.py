@@ -275,6 +275,11 @@ class StoreWriter(Protocol):
         when no next generation was started."""
         ...
 
+    def drop_next_generation(self) -> None:
+        """Forget the next generation, its vectors and record (a switch given up: the configured model
+        is the index's again); the current vectors are untouched. Without one, a no-op."""
+        ...
+
     def promote_next_generation(self) -> None:
         """Make the next generation the vectors: its vectors replace every current one and its record
         becomes :attr:`IndexMeta.embedding`; afterwards there is no next generation. Readers see the old

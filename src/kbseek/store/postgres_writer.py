@@ -353,6 +353,10 @@ class PostgresWriter:
                 rows,
             )
 
+    def drop_next_generation(self) -> None:
+        self._conn.execute("DELETE FROM next_embeddings")
+        self._conn.execute("DELETE FROM meta WHERE key = ANY(%s::text[])", (list(META_NEXT_EMBEDDING),))
+
     def promote_next_generation(self) -> None:
         """DELETE and INSERT in this transaction, not a table rename: a rename's lock would make every
         reader wait, and the approximate index (on ``embeddings``) is then rebuilt for the new

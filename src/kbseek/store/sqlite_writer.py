@@ -182,6 +182,11 @@ class SqliteWriter:
             [(h, np.asarray(v, dtype="<f4").tobytes()) for h, v in vectors.items()],
         )
 
+    def drop_next_generation(self) -> None:
+        self._conn.execute("DELETE FROM next_embeddings")
+        for key in META_NEXT_EMBEDDING:
+            self._set_meta(key, None)
+
     def promote_next_generation(self) -> None:
         record = self._next_record()
         if record is None:
