@@ -1,0 +1,129 @@
+"""The ``local`` rerank provider: a real ONNX cross-encoder run in process by fastembed.
+
+The model is the tiny cross-encoder ``tests.tiny_models`` generates (seeded random weights, a real
+graph and tokenizer), so each score is checked against ONNX Runtime run on the pair directly. The
+tests skip only when fastembed (the ``kbseek[models]`` extra) is not installed.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastembed", reason="the local reranker needs fastembed: pip install 'kbseek[models]'")
+
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from kbseek import KnowledgeBase
+from kbseek.config import Settings
+from kbseek.rerank import RerankFailed, RerankSpec, RerankStage, make_reranker
+from tests.conftest import write_notes
+from tests.tiny_models import write_cross_encoder
+
+QUERY = "which pets are cats"
+TEXTS = ["the cat sat on the mat", "dogs bark at the mail", "cats and dogs are pets", "the weather is cold"]
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
+
+
+def _direct(folder: Path, query: str, texts: list[str]) -> list[float]:
+    """Each pair's logit, from ONNX Runtime and the tokenizer alone, one pair at a time."""
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    out = []
+    for text in texts:
+        enc = tokenizer.encode(query, text)
+        feed = {
+            "input_ids": np.array([enc.ids], dtype=np.int64),
+            "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+        }
+        out.append(float(session.run(["logits"], feed)[0][0][0]))
+    return out
+
+
+def _local(model: str, **spec: object) -> object:
+    return make_reranker(RerankSpec(provider="local", model=model, **spec))  # type: ignore[arg-type]
+
+
+def test_a_folder_model_scores_as_onnx_runtime_does(model_folder: Path) -> None:
+    reranker = _local(str(model_folder))
+    scores = reranker.score(QUERY, TEXTS, timeout_s=1.0)  # type: ignore[attr-defined]
+    assert scores == pytest.approx(_direct(model_folder, QUERY, TEXTS), rel=1e-4, abs=1e-5)
+    assert len(set(scores)) == len(TEXTS)  # the texts are told apart: the order means something
+
+
+def test_the_same_folder_twice_is_one_model_registered_once(model_folder: Path) -> None:
+    first, second = _local(str(model_folder)), _local(str(model_folder))
+    assert first.score(QUERY, TEXTS[:2], timeout_s=1.0) == second.score(QUERY, TEXTS[:2], timeout_s=1.0)  # type: ignore[attr-defined]
+
+
+def test_a_search_follows_the_models_order(tmp_path: Path, model_folder: Path) -> None:
+    root = tmp_path / "kb"
+    write_notes(root, {f"note{i}.md": f"# Note {i}\n\n{text}, about cats.\n" for i, text in enumerate(TEXTS)})
+    spec = RerankSpec(provider="local", model=str(model_folder), budget_s=30.0)
+    kb = KnowledgeBase(settings=Settings(root=root, semantic=False, freshness_interval_s=0.0, rerank=spec))
+    try:
+        kb.index()
+        response = kb.search("cats", explain=True, limit=10)
+    finally:
+        kb.close()
+    assert len(response.hits) == len(TEXTS) and "rerank_skipped" not in response.note_codes
+    passages = [
+        f"Note {h.path[4]}\n# Note {h.path[4]}\n\n{TEXTS[int(h.path[4])]}, about cats." for h in response.hits
+    ]
+    expected = _direct(model_folder, "cats", passages)
+    got = [h.explain.rerank_score for h in response.hits if h.explain is not None]
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-5)
+    assert got == sorted(got, reverse=True)  # one chunk per note: the model's order is the answer's
+
+
+def test_a_folder_without_a_model_says_what_it_needs(tmp_path: Path) -> None:
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(
+        RerankFailed, match=r"rerank model folder .* has no model\.onnx; give a folder holding"
+    ):
+        _local(str(tmp_path)).load()  # type: ignore[attr-defined]
+    with pytest.raises(RerankFailed, match=r"rerank model folder '/no/such/folder' does not exist"):
+        _local("/no/such/folder").load()  # type: ignore[attr-defined]
+
+
+def test_an_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(
+        RerankFailed, match=r"fastembed knows no cross-encoder named 'nobody/nothing'; choose one of"
+    ):
+        _local("nobody/nothing").load()  # type: ignore[attr-defined]
+
+
+def test_a_named_model_not_in_the_cache_is_never_downloaded_unasked(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("the test forbids the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    with pytest.raises(RerankFailed, match=r"is not in .*rerankers.*set \[rerank\] allow_download = true"):
+        _local("Xenova/ms-marco-MiniLM-L-6-v2").load()  # type: ignore[attr-defined]
+    assert attempts == []
+
+
+def test_without_fastembed_the_note_names_the_extra(
+    model_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "fastembed.rerank.cross_encoder", None)  # what a missing package raises
+    stage = RerankStage.from_spec(RerankSpec(provider="local", model=str(model_folder), budget_s=5.0))
+    try:
+        outcome = stage.score("q", ["a"])
+    finally:
+        stage.close()
+    assert outcome.scores is None and outcome.note is not None
+    assert "needs the fastembed package" in outcome.note and "pip install 'kbseek[models]'" in outcome.note
