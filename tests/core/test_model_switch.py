@@ -23,6 +23,7 @@ from kbseek.embed import EmbedderSpec
 from kbseek.ingest.indexer import IndexReport
 from kbseek.store.base import Store
 from kbseek.store.sqlite import SqliteStore
+from tests import postgres_server
 from tests.fakes import FakeEmbedder, TwoModels, two_fake_models
 
 OLD, NEW = "fake-old:16", "fake-new:24"
@@ -280,3 +281,33 @@ def test_configuring_the_old_model_again_gives_the_switch_up(root: Path, models:
         assert meta.embedding is not None and meta.embedding.model == OLD and meta.next_embedding is None
         assert kb.store.next_embedded_count() == 0 and not kb.model_mismatch
         assert not any("switching" in n for n in kb.status().notes)
+
+
+def test_an_index_in_postgresql_switches_the_same_way(tmp_path: Path, models: TwoModels) -> None:
+    root = tmp_path / "kb"
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    # approximate_above=1: the database finds the nearest vectors itself, with pgvector's index
+    store = {
+        "store_url": postgres_server.url(),
+        "kb_name": postgres_server.kb_name("switch"),
+        "approximate_above": 1,
+    }
+    with open_kb(root, "fake-old", **store) as kb:
+        kb.index()
+    with open_kb(root, "fake-new", **store) as kb:
+        kb.load_semantic()
+        crash_after(models.last("fake-new"), 4)
+        with pytest.raises(KeyboardInterrupt):
+            kb.index()
+    with open_kb(root, "fake-new", **store) as kb:
+        found = kb.search("rotate the ledger")
+        assert found.legs.semantic == "ok" and found.hits[0].path == "notes/topic-02.md"
+        assert models.last("fake-old").queries == ["rotate the ledger"]
+        assert kb.index().switched
+        meta = kb.store.meta()
+        assert meta.embedding is not None and meta.embedding.model == NEW and meta.next_embedding is None
+        found = kb.search("drain the queue")
+        assert found.legs.semantic == "ok" and found.hits[0].path == "notes/topic-01.md"
+        assert models.last("fake-new").queries == ["drain the queue"]
