@@ -311,3 +311,28 @@ def test_an_index_in_postgresql_switches_the_same_way(tmp_path: Path, models: Tw
         found = kb.search("drain the queue")
         assert found.legs.semantic == "ok" and found.hits[0].path == "notes/topic-01.md"
         assert models.last("fake-new").queries == ["drain the queue"]
+
+
+def test_a_reader_answers_with_the_index_model_and_follows_its_writer_through_the_switch(
+    root: Path, models: TwoModels
+) -> None:
+    spec = EmbedderSpec(provider="fake-new", batch_size=2)
+    reader = KnowledgeBase(settings=Settings(root=root, embed=spec), read_only=True)
+    configured = models.last("fake-new")
+    try:
+        reader.load_semantic()
+        assert reader.search("rotate the ledger").legs.semantic == "ok"
+        assert models.last("fake-old").queries == ["rotate the ledger"]
+        assert any("only the index's writer switches it" in n for n in reader.status().notes)
+        reader.start_watching()  # follows the writer's passes
+        with open_kb(root, "fake-new") as writer:
+            assert writer.index().switched
+        for _ in range(3000):  # until the follower has seen the pass (no clock involved)
+            if not reader.model_mismatch:
+                break
+            threading.Event().wait(0.01)
+        found = reader.search("drain the queue")
+        assert found.legs.semantic == "ok" and found.hits[0].path == "notes/topic-01.md"
+        assert configured.queries == ["drain the queue"]
+    finally:
+        reader.close()

@@ -406,6 +406,11 @@ class SemanticLeg:
         embedder, recorded = self.embedder, self._store.meta().embedding
         if embedder is None or recorded is None or recorded.model == embedder.model_id:
             return None
+        if self._folder is None:  # read-only: this process never writes the index, so never switches it
+            return (
+                f"the index's vectors are of model {recorded.model}, not the configured {embedder.model_id}: "
+                f"queries are embedded with {recorded.model}; only the index's writer switches it"
+            )
         chunks = self._store.counts().chunks
         done = min(self._store.next_embedded_count(), chunks)
         if self.ready:
