@@ -246,6 +246,9 @@ SECTIONS: dict[str, tuple[type, bool]] = {
 
 _PATHS = ("kb", "index_dir")
 """Top-level keys naming folders, resolved against the config file's folder."""
+_MODEL_FOLDERS = ("embed", "rerank")
+"""Tables whose ``model`` may be a folder: written ``./…`` or ``../…``, it is resolved against the
+config file's folder too, so a server started from another directory finds the same model."""
 
 RELOADABLE: tuple[str, ...] = (
     *(k.field for k in KEYS if k.reloadable),
@@ -309,6 +312,10 @@ def load_config_file(path: Path) -> dict[str, Any]:
             if not isinstance(out[key], str):
                 raise ConfigError(f"{path}: {key} must be a string path")
             out[key] = (base / Path(out[key]).expanduser()).resolve()
+    for table in _MODEL_FOLDERS:
+        model = out.get(table, {}).get("model")
+        if isinstance(model, str) and model.startswith(("./", "../")):
+            out[table]["model"] = str((base / model).resolve())
     return out
 
 

@@ -133,3 +133,19 @@ def test_a_changed_store_waits_for_a_restart(tmp_path: Path) -> None:
     live.reload()
     assert live.note is not None and "kb_name" in live.note and "restarted" in live.note
     assert live.active.settings.kb_name is None
+
+
+@pytest.mark.parametrize("table", ["embed", "rerank"])
+def test_a_model_folder_written_relative_is_the_config_files_neighbour(
+    table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative folder was resolved against the working directory, so a server started from
+    another directory looked for the model somewhere else."""
+    (tmp_path / "conf").mkdir()
+    config = tmp_path / "conf" / "kbseek.toml"
+    config.write_text(f'[{table}]\nmodel = "./models/tiny"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    values = load_config_file(config)
+    assert values[table]["model"] == str(tmp_path / "conf" / "models" / "tiny")
+    config.write_text(f'[{table}]\nmodel = "intfloat/multilingual-e5-large"\n', encoding="utf-8")
+    assert load_config_file(config)[table]["model"] == "intfloat/multilingual-e5-large"
