@@ -123,11 +123,9 @@ def test_through_the_stage_any_trouble_is_a_note(server: RerankServer, trouble: 
     server.delay_s = 5.0 if trouble == "slow" else 0.0
     server.status = 500 if trouble == "500" else 200
     server.malformed = trouble == "malformed"
-    stage = RerankStage.from_spec(RerankSpec(provider="http", url=server.base, budget_s=0.3))
-    try:
-        outcome = stage.score("q", ["a", "b"])
-    finally:
-        stage.close()
+    outcome = RerankStage.from_spec(RerankSpec(provider="http", url=server.base, budget_s=0.3)).score(
+        "q", ["a", "b"]
+    )
     assert outcome.scores is None and outcome.note is not None
     assert outcome.note.startswith("not reranked: ") and outcome.note.endswith(
         "the hits are in the fused order"

@@ -61,9 +61,14 @@ def test_a_folder_model_scores_as_onnx_runtime_does(model_folder: Path) -> None:
     assert len(set(scores)) == len(TEXTS)  # the texts are told apart: the order means something
 
 
-def test_the_same_folder_twice_is_one_model_registered_once(model_folder: Path) -> None:
-    first, second = _local(str(model_folder)), _local(str(model_folder))
-    assert first.score(QUERY, TEXTS[:2], timeout_s=1.0) == second.score(QUERY, TEXTS[:2], timeout_s=1.0)  # type: ignore[attr-defined]
+def test_a_folder_loaded_twice_is_registered_with_fastembed_once(model_folder: Path) -> None:
+    # Another thread count is another copy of the model, under the name fastembed already knows.
+    first, second = _local(str(model_folder)), _local(str(model_folder), threads=2)
+    texts = TEXTS[:2]
+    assert first.score(QUERY, texts, timeout_s=1.0) == pytest.approx(
+        second.score(QUERY, texts, timeout_s=1.0)
+    )  # type: ignore[attr-defined]
+    assert first._encoder is not second._encoder  # type: ignore[attr-defined]
 
 
 def test_a_search_follows_the_models_order(tmp_path: Path, model_folder: Path) -> None:
@@ -116,14 +121,17 @@ def test_a_named_model_not_in_the_cache_is_never_downloaded_unasked(monkeypatch:
     assert attempts == []
 
 
-def test_without_fastembed_the_note_names_the_extra(
-    model_folder: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_fastembed_the_note_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "fastembed.rerank.cross_encoder", None)  # what a missing package raises
-    stage = RerankStage.from_spec(RerankSpec(provider="local", model=str(model_folder), budget_s=5.0))
-    try:
-        outcome = stage.score("q", ["a"])
-    finally:
-        stage.close()
+    write_cross_encoder(tmp_path)  # a model no test loaded yet: loaded ones are shared, not imported again
+    stage = RerankStage.from_spec(RerankSpec(provider="local", model=str(tmp_path), budget_s=5.0))
+    outcome = stage.score("q", ["a"])
     assert outcome.scores is None and outcome.note is not None
     assert "needs the fastembed package" in outcome.note and "pip install 'kbseek[models]'" in outcome.note
+
+
+def test_collections_with_the_same_model_share_one_copy(model_folder: Path) -> None:
+    first, second = _local(str(model_folder)), _local(str(model_folder))
+    first.load()  # type: ignore[attr-defined]
+    second.load()  # type: ignore[attr-defined]
+    assert first._encoder is second._encoder  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -12,18 +12,8 @@ from kbseek.rerank import RerankFailed, RerankStage, reorder
 from tests.rerank_server import FAVOURITE, FakeReranker, word_score
 
 
-@pytest.fixture
-def stages() -> Iterator[list[RerankStage]]:
-    made: list[RerankStage] = []
-    yield made
-    for stage in made:
-        stage.close()
-
-
-def _stage(stages: list[RerankStage], reranker: object, budget_s: float = 5.0) -> RerankStage:
-    stage = RerankStage(reranker, candidates=30, budget_s=budget_s)  # type: ignore[arg-type]
-    stages.append(stage)
-    return stage
+def _stage(reranker: object, budget_s: float = 5.0) -> RerankStage:
+    return RerankStage(reranker, candidates=30, budget_s=budget_s)  # type: ignore[arg-type]
 
 
 def test_reorder_follows_the_scores_and_deals_the_fused_scores_out_again() -> None:
@@ -41,25 +31,25 @@ def test_reorder_of_one_order_changes_nothing() -> None:
         reorder([1.0, 2.0], [0.5, 0.3, 0.1])
 
 
-def test_the_stage_returns_the_rerankers_scores(stages: list[RerankStage]) -> None:
+def test_the_stage_returns_the_rerankers_scores() -> None:
     reranker = FakeReranker()
     texts = ["about cats", f"about dogs, my {FAVOURITE}", "cats and dogs"]
-    outcome = _stage(stages, reranker).score("cats dogs", texts)
+    outcome = _stage(reranker).score("cats dogs", texts)
     assert outcome.note is None
     assert outcome.scores == tuple(word_score("cats dogs", t) for t in texts)
     assert reranker.calls == [("cats dogs", texts)] and reranker.loads >= 1
 
 
-def test_a_failing_reranker_keeps_the_fused_order_and_says_why(stages: list[RerankStage]) -> None:
-    outcome = _stage(stages, FakeReranker(fail="the server is down; start it")).score("q", ["a", "b"])
+def test_a_failing_reranker_keeps_the_fused_order_and_says_why() -> None:
+    outcome = _stage(FakeReranker(fail="the server is down; start it")).score("q", ["a", "b"])
     assert outcome.scores is None
     assert outcome.note == "not reranked: the server is down; start it; the hits are in the fused order"
 
 
-def test_a_slow_reranker_costs_the_budget_and_no_more(stages: list[RerankStage]) -> None:
+def test_a_slow_reranker_costs_the_budget_and_no_more() -> None:
     release = threading.Event()
     reranker = FakeReranker(wait=release)
-    stage = _stage(stages, reranker, budget_s=0.2)
+    stage = _stage(reranker, budget_s=0.2)
     try:
         outcome = stage.score("q", ["a", "b"])
     finally:
@@ -71,10 +61,10 @@ def test_a_slow_reranker_costs_the_budget_and_no_more(stages: list[RerankStage])
     )
 
 
-def test_calls_queued_behind_overrunning_ones_never_start(stages: list[RerankStage]) -> None:
+def test_calls_queued_behind_overrunning_ones_never_start() -> None:
     release = threading.Event()
     reranker = FakeReranker(wait=release)
-    stage = _stage(stages, reranker, budget_s=0.1)
+    stage = _stage(reranker, budget_s=0.1)
     try:
         notes = [stage.score("q", [f"text {i}"]).note for i in range(4)]
     finally:
@@ -93,9 +83,9 @@ class _Loading(FakeReranker):
         super().load()
 
 
-def test_a_reranker_still_loading_is_said_to_be(stages: list[RerankStage]) -> None:
+def test_a_reranker_still_loading_is_said_to_be() -> None:
     gate = threading.Event()
-    stage = _stage(stages, _Loading(gate), budget_s=0.1)
+    stage = _stage(_Loading(gate), budget_s=0.1)
     try:
         outcome = stage.score("q", ["a"])
     finally:
@@ -131,15 +121,15 @@ class _Wrong(FakeReranker):
     ],
 )
 def test_a_wrong_answer_keeps_the_fused_order(
-    stages: list[RerankStage], reranker: FakeReranker, note: str, caplog: pytest.LogCaptureFixture
+    reranker: FakeReranker, note: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    outcome = _stage(stages, reranker).score("q", ["a", "b"])
+    outcome = _stage(reranker).score("q", ["a", "b"])
     assert outcome.scores is None and outcome.note == f"not reranked: {note}; the hits are in the fused order"
     if "bug" in note:
         assert "failed unexpectedly" in caplog.text and "KeyError" in caplog.text
 
 
-def test_a_failed_load_is_tried_again_by_the_next_search(stages: list[RerankStage]) -> None:
+def test_a_failed_load_is_tried_again_by_the_next_search() -> None:
     class FlakyLoad(FakeReranker):
         def load(self) -> None:
             super().load()
@@ -147,12 +137,12 @@ def test_a_failed_load_is_tried_again_by_the_next_search(stages: list[RerankStag
                 raise RerankFailed("the model file is missing")
 
     reranker = FlakyLoad()
-    stage = _stage(stages, reranker)
+    stage = _stage(reranker)
     assert stage.score("q", ["q"]).scores == (1.0,)
     assert reranker.loads == 2
 
 
-def test_nothing_to_rerank_asks_nothing(stages: list[RerankStage]) -> None:
+def test_nothing_to_rerank_asks_nothing() -> None:
     reranker = FakeReranker()
-    assert _stage(stages, reranker).score("q", []).scores == ()
+    assert _stage(reranker).score("q", []).scores == ()
     assert reranker.calls == []

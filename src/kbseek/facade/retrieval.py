@@ -83,8 +83,6 @@ class Retrieval:
             current = self._rerank
             if current is not None and current[0] == spec:
                 return current[1]
-            if current is not None:
-                current[1].close()
             self._rerank = (spec, RerankStage.from_spec(spec)) if spec.enabled else None
             return self._rerank[1] if self._rerank is not None else None
 

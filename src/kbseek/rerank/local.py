@@ -38,6 +38,12 @@ _FOLDER_NAMES = "kbseek-folder:"
 
 _register_lock = threading.Lock()
 
+_opened: dict[tuple[str, int, str, bool], Any] = {}
+"""Cross-encoders loaded in this process, by what was asked for: the collections a server holds
+(``kbseek.library``) each build a reranker from the same ``[rerank]``, and one copy of the model
+in memory serves them all (an ONNX Runtime session runs calls from several threads)."""
+_opened_lock = threading.Lock()
+
 
 def cache_folder() -> Path:
     """Where named models are looked for, and downloaded to when that is allowed."""
@@ -69,7 +75,16 @@ class LocalReranker:
             return
         with self._lock:
             if self._encoder is None:
-                self._encoder = self._open()
+                key = (
+                    self._model,
+                    self._threads,
+                    str(self._cache_dir or cache_folder()),
+                    self._allow_download,
+                )
+                with _opened_lock:
+                    if key not in _opened:
+                        _opened[key] = self._open()
+                    self._encoder = _opened[key]
 
     def score(self, query: str, texts: Sequence[str], *, timeout_s: float) -> list[float]:
         """Scores for ``texts``; ``timeout_s`` is not needed here (nothing waits on a network)."""

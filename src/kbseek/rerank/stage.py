@@ -1,13 +1,14 @@
 """The rerank stage: a reranker run so that it can only improve a search or leave it as it was.
 
-A search must answer whatever the reranker does, so the reranker runs in a worker thread and the
-search waits for it at most ``[rerank] budget_s``. Down (refused, failing to load), slow (past the
-budget, or still loading its model) or wrong (an error status, a malformed answer, a score that is
-not a number): the search keeps the fused order and says why in one note. A worker that overruns
+A search must answer whatever the reranker does, so the reranker runs in a thread of its own and
+the search waits for it at most ``[rerank] budget_s``. Down (refused, failing to load), slow (past
+the budget, or still loading its model) or wrong (an error status, a malformed answer, a score that
+is not a number): the search keeps the fused order and says why in one note. A call that overruns
 the budget is left to finish on its own (an HTTP request ends with its timeout, which is the
-budget; an ONNX run cannot be interrupted), and at most ``WORKERS`` run at once, so a reranker
-slower than the searches can never pile threads up: a search finding them all busy waits its
-budget out in the queue, and its job is cancelled before it starts.
+budget; an ONNX run cannot be interrupted). At most ``WORKERS`` calls run at once, so a reranker
+slower than the searches can never pile threads up: a search that finds every slot taken waits
+its budget out for one and never starts its call. The threads are daemons started per call, so
+nothing idles after a knowledge base closes and no stuck call holds up the process's exit.
 
 :func:`reorder` is the ordering itself, kept pure so that it is tested without a model: the
 candidates are put in the reranker's order, and the fused scores they held are dealt out again in
@@ -20,15 +21,19 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kbseek.rerank.base import Reranker, RerankFailed, RerankSpec, make_reranker
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 WORKERS = 2
 """Reranker calls running at once, per knowledge base. Two cores are a common machine: more would
@@ -69,10 +74,10 @@ class RerankStage:
         self.candidates = candidates
         """How many of the fused ranking's best chunks a search gives the reranker."""
         self.budget_s = budget_s
-        self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="kbseek-rerank")
+        self._slots = threading.BoundedSemaphore(WORKERS)
         # Load at once, beside the searches: a local model takes longer than one search's budget to
         # load, and the searches before it is ready answer in the fused order, saying so.
-        self._loading: Future[None] = self._pool.submit(self._warm_up)
+        self._loading: Future[None] = _in_thread(self._warm_up)
 
     @classmethod
     def from_spec(cls, spec: RerankSpec) -> RerankStage:
@@ -92,15 +97,15 @@ class RerankStage:
                 self._loading.result(timeout=self.budget_s)
             except FutureTimeout:
                 return self._skipped(f"{self.reranker.name} is still loading its model")
+        overran = f"{self.reranker.name} did not answer within {self.budget_s:g} s (rerank budget_s)"
+        if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            return self._skipped(overran)  # every slot is held by calls that overran theirs
         remaining = max(deadline - time.monotonic(), 0.001)
-        job = self._pool.submit(self._run, query, list(texts), remaining)
+        job = _in_thread(self._run, query, list(texts), remaining, release=self._slots.release)
         try:
             scores = job.result(timeout=remaining)
         except FutureTimeout:
-            job.cancel()  # still queued behind calls that overran: it never starts
-            return self._skipped(
-                f"{self.reranker.name} did not answer within {self.budget_s:g} s (rerank budget_s)"
-            )
+            return self._skipped(overran)
         except RerankFailed as exc:
             return self._skipped(str(exc))
         except Exception:
@@ -111,10 +116,6 @@ class RerankStage:
         if not all(isinstance(s, int | float) and math.isfinite(s) for s in scores):
             return self._skipped(f"{self.reranker.name} gave a score that is not a finite number")
         return Reranked(tuple(float(s) for s in scores))
-
-    def close(self) -> None:
-        """Stop taking calls; one still running finishes on its own (the searches do not wait for it)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, query: str, texts: list[str], timeout_s: float) -> list[float]:
         self.reranker.load()  # at once when loaded; a failed warm-up is tried again here
@@ -131,3 +132,24 @@ class RerankStage:
     @staticmethod
     def _skipped(reason: str) -> Reranked:
         return Reranked(None, f"not reranked: {reason}; the hits are in the fused order")
+
+
+def _in_thread(work: Callable[..., T], *args: object, release: Callable[[], None] | None = None) -> Future[T]:
+    """``work(*args)`` in a daemon thread of its own; the future holds its result or its exception.
+
+    ``release`` runs when the work ends, whatever its outcome (the stage's slot).
+    """
+    future: Future[T] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(work(*args))
+        except BaseException as exc:  # handed to the waiting search, which decides what it means
+            future.set_exception(exc)
+        finally:
+            if release is not None:
+                release()
+
+    threading.Thread(target=run, name="kbseek-rerank", daemon=True).start()
+    return future
