@@ -135,3 +135,19 @@ def test_collections_with_the_same_model_share_one_copy(model_folder: Path) -> N
     first.load()  # type: ignore[attr-defined]
     second.load()  # type: ignore[attr-defined]
     assert first._encoder is second._encoder  # type: ignore[attr-defined]
+
+
+def test_a_failed_load_is_remembered_for_a_while(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbseek.rerank import local
+
+    folder = tmp_path / "later"
+    reranker = _local(str(folder))
+    with pytest.raises(RerankFailed, match="does not exist") as first:
+        reranker.load()  # type: ignore[attr-defined]
+    write_cross_encoder(folder)
+    with pytest.raises(RerankFailed) as again:
+        reranker.load()  # type: ignore[attr-defined]
+    assert again.value is first.value  # answered from memory: not looked for on every search
+    monkeypatch.setattr(local, "RETRY_AFTER_S", 0.0)
+    reranker.load()  # type: ignore[attr-defined]
+    assert reranker.loaded  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ install rather than an import error at start-up.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,10 @@ import platformdirs
 from kbseek.rerank.base import RerankFailed, RerankSpec
 
 INSTALL_HINT = "install it with: pip install 'kbseek[models]'"
+
+RETRY_AFTER_S = 30.0
+"""How long a failed load is answered from memory before the model is looked for again (a model
+put in place while the server runs is found within this time)."""
 
 BATCH_SIZE = 32
 """Pairs per ONNX run: a search's candidates (30 by default) in one or two runs."""
@@ -60,6 +65,7 @@ class LocalReranker:
         self._threads = spec.threads or 1
         self._cache_dir = cache_dir
         self._encoder: Any = None
+        self._failed: tuple[float, RerankFailed] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -71,20 +77,28 @@ class LocalReranker:
         return self._encoder is not None
 
     def load(self) -> None:
+        """Load the model, or raise why not. A failure is kept for :data:`RETRY_AFTER_S`: each search
+        tries to load a model that failed, and a missing one would otherwise be looked for (and
+        fastembed would log that it is not there) on every search."""
         if self._encoder is not None:
             return
         with self._lock:
-            if self._encoder is None:
-                key = (
-                    self._model,
-                    self._threads,
-                    str(self._cache_dir or cache_folder()),
-                    self._allow_download,
-                )
-                with _opened_lock:
-                    if key not in _opened:
-                        _opened[key] = self._open()
-                    self._encoder = _opened[key]
+            if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER_S:
+                raise self._failed[1]
+            try:
+                self._load()
+            except RerankFailed as exc:
+                self._failed = (time.monotonic(), exc)
+                raise
+            self._failed = None
+
+    def _load(self) -> None:
+        """Take the process's copy of this model (``_opened``), opening it if nobody has yet."""
+        key = (self._model, self._threads, str(self._cache_dir or cache_folder()), self._allow_download)
+        with _opened_lock:
+            if key not in _opened:
+                _opened[key] = self._open()
+            self._encoder = _opened[key]
 
     def score(self, query: str, texts: Sequence[str], *, timeout_s: float) -> list[float]:
         """Scores for ``texts``; ``timeout_s`` is not needed here (nothing waits on a network)."""
