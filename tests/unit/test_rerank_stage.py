@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from kbseek.rerank import RerankFailed, RerankStage, reorder
+from kbseek.rerank import RERANKERS, RerankFailed, RerankSpec, RerankStage, register_reranker, reorder
 from tests.rerank_server import FAVOURITE, FakeReranker, word_score
 
 
@@ -146,3 +146,21 @@ def test_nothing_to_rerank_asks_nothing() -> None:
     reranker = FakeReranker()
     assert _stage(reranker).score("q", []).scores == ()
     assert reranker.calls == []
+
+
+def test_a_provider_that_cannot_be_built_is_a_note_not_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(spec: RerankSpec) -> FakeReranker:
+        raise RuntimeError("the plugin needs a licence key")
+
+    register_reranker("broken", broken)
+    try:
+        stage = RerankStage.from_spec(RerankSpec(provider="broken"))
+    finally:
+        RERANKERS.unregister("broken")
+    outcome = stage.score("q", ["a"])
+    assert outcome.scores is None
+    assert outcome.note == (
+        "not reranked: rerank provider 'broken' could not be built (RuntimeError: the plugin needs a licence "
+        "key); check its [rerank] settings; the hits are in the fused order"
+    )
+    assert "could not be built" in caplog.text

@@ -72,13 +72,14 @@ class Retrieval:
             leg = replace(leg, matched_weight=matched_weight)
         return leg
 
-    def rerank_stage(self) -> RerankStage | None:
-        """The reranker ``[rerank]`` configures now, built when first asked; ``None`` when it is off.
+    def rerank_stage(self, spec: RerankSpec | None = None) -> RerankStage | None:
+        """The reranker ``spec`` (by default ``[rerank]`` as configured now) describes, built when first
+        asked; ``None`` when it is off.
 
         Built again when the configuration changes (``[rerank]`` applies without a restart): the
         spec is frozen, so an equal spec is the same reranker and keeps its loaded model.
         """
-        spec = self._live.settings.rerank
+        spec = spec if spec is not None else self._live.settings.rerank
         with self._rerank_lock:
             current = self._rerank
             if current is not None and current[0] == spec:
@@ -119,7 +120,7 @@ class Retrieval:
             bridge_weight=settings.bridge_weight,
         )  # fmt: skip
         semantic, semantic_error = self._semantic.state(), self._semantic.error
-        rerank = self.rerank_stage()
+        rerank = self.rerank_stage(settings.rerank)
         try:
             result = self.run(request, self._semantic.dense_leg(active.settings), rerank)
         except EmbedderUnavailable as exc:

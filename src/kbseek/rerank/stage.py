@@ -81,8 +81,17 @@ class RerankStage:
 
     @classmethod
     def from_spec(cls, spec: RerankSpec) -> RerankStage:
-        """The stage ``[rerank]`` describes; ``spec`` must be enabled (a provider is set)."""
-        return cls(make_reranker(spec), candidates=spec.candidates, budget_s=spec.budget_s)
+        """The stage ``[rerank]`` describes; ``spec`` must be enabled (a provider is set).
+
+        A provider whose factory fails (a plugin's) gives a stage whose every search says why,
+        rather than an error from the search that first needed it.
+        """
+        try:
+            reranker = make_reranker(spec)
+        except Exception as exc:
+            log.exception("the rerank provider %r could not be built", spec.provider)
+            reranker = _Unbuilt(f"rerank provider {spec.provider!r}", f"{type(exc).__name__}: {exc}")
+        return cls(reranker, candidates=spec.candidates, budget_s=spec.budget_s)
 
     def score(self, query: str, texts: Sequence[str]) -> Reranked:
         """The reranker's scores for ``texts`` against ``query``, or the reason there are none.
@@ -132,6 +141,21 @@ class RerankStage:
     @staticmethod
     def _skipped(reason: str) -> Reranked:
         return Reranked(None, f"not reranked: {reason}; the hits are in the fused order")
+
+
+class _Unbuilt:
+    """The reranker of a provider whose factory failed: every load says so (see ``from_spec``)."""
+
+    def __init__(self, name: str, error: str) -> None:
+        self.name = name
+        self._error = error
+
+    def load(self) -> None:
+        raise RerankFailed(f"{self.name} could not be built ({self._error}); check its [rerank] settings")
+
+    def score(self, query: str, texts: Sequence[str], *, timeout_s: float) -> list[float]:
+        self.load()
+        return []
 
 
 def _in_thread(work: Callable[..., T], *args: object, release: Callable[[], None] | None = None) -> Future[T]:
