@@ -179,7 +179,10 @@ class IndexRunner:
             try:
                 with self._running_pass():
                     indexer = self._indexer(embed=embed)
-                    remade = indexer.embed is not None and indexer.vectors_outdated()
+                    # (during a model switch the old vectors are replaced whole anyway: not remade)
+                    remade = (
+                        indexer.embed is not None and indexer.switch is None and indexer.vectors_outdated()
+                    )
                     if remade:
                         log.warning(
                             "the index's vectors were made by an older kbseek; re-embedding every chunk"
