@@ -20,6 +20,7 @@ import pytest
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import EmbedderSpec
+from kbseek.facade.semantic import spec_from_json, spec_json
 from kbseek.ingest.indexer import IndexReport
 from kbseek.store.base import Store
 from kbseek.store.sqlite import SqliteStore
@@ -336,3 +337,12 @@ def test_a_reader_answers_with_the_index_model_and_follows_its_writer_through_th
         assert configured.queries == ["drain the queue"]
     finally:
         reader.close()
+
+
+def test_a_recorded_spec_reads_back_whatever_fields_it_gained_or_lost() -> None:
+    spec = EmbedderSpec(provider="http", url="http://127.0.0.1:9/v1", model="m", batch_size=8)
+    assert spec_from_json(spec_json(spec)) == spec
+    newer = '{"provider": "http", "url": "http://127.0.0.1:9/v1", "model": "m", "pooling": "cls"}'
+    assert spec_from_json(newer) == EmbedderSpec(provider="http", url="http://127.0.0.1:9/v1", model="m")
+    for unusable in (None, "", "[1]", '{"provider": "no-such-provider"}', '{"batch_size": 0}'):
+        assert spec_from_json(unusable) is None, unusable
