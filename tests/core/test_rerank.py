@@ -10,6 +10,7 @@ import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.render import search_text
 from kbseek.rerank import RerankSpec
 from kbseek.responses import SearchResponse
 from tests.conftest import write_notes
@@ -73,6 +74,11 @@ def test_the_reranker_orders_the_best_candidates(
         assert hit.explain is not None and hit.explain.rerank_score is not None
         assert hit.explain.rerank_score == round(word_score("cats", _passage(hit.heading_path, hit.path)), 6)
         assert hit.explain.fused_score == pytest.approx(fused_before[hit.path])
+    top = after.hits[0].explain
+    assert top is not None and f"rerank {top.rerank_score:.4f}" in search_text(
+        after
+    )  # the readable answer too
+    assert "rerank" not in search_text(before)
     ((query, texts),) = fakes[0].calls
     assert query == "cats" and len(texts) == len(before.hits)  # every candidate, as the embedder reads it
     assert "Pets\n" + NOTES["pets.md"].strip() in texts
@@ -174,3 +180,18 @@ def test_a_config_change_turns_reranking_on_without_a_restart(
         assert not any("rerank" in n for n in kb.status().notes)  # applied, not waiting for a restart
     finally:
         kb.close()
+
+
+def test_several_collections_each_rerank_and_merge_by_the_scores_dealt_out(
+    tmp_path: Path, fakes: list[FakeReranker]
+) -> None:
+    from kbseek.library import Library
+
+    spec = RerankSpec(provider="fake")
+    with Library({"a": _kb(tmp_path / "a", spec), "b": _kb(tmp_path / "b", spec)}) as lib:
+        response = lib.search("cats", limit=10, explain=True)
+    assert len(fakes) == 2 and all(len(f.calls) == 1 for f in fakes)  # each collection reranked its own
+    for name in ("a", "b"):
+        mine = [h for h in response.hits if h.kb == name]
+        assert mine[0].path == "pets.md"  # the reranker's order holds within each collection
+    assert [h.score for h in response.hits] == sorted((h.score for h in response.hits), reverse=True)
