@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 PathArg = str | os.PathLike[str]
 
+
 @dataclass(frozen=True)
 class Active:
     """The settings in force and the parser registry built from them: replaced together, never apart."""
