@@ -114,7 +114,7 @@ def test_every_command_has_useful_help(runner: CliRunner, command: str) -> None:
     assert code == 0 and "--kb" in out and len(out) > 300
 
 
-def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
+def test_an_index_from_another_model_switches_on_the_next_pass_and_reembed_still_works(
     runner: CliRunner, kb_root: Path, fake_model: list[FakeEmbedder]
 ) -> None:
     import sqlite3
@@ -124,8 +124,11 @@ def test_an_index_from_another_model_is_refused_and_reembed_brings_it_over(
     db = kb_root / ".kbseek" / "index.sqlite"
     with sqlite3.connect(db) as conn:  # as if an earlier run had used another embedding model
         conn.execute("UPDATE meta SET value = 'another-model:1' WHERE key = 'embed_model'")
-    code, _, err = run(runner, "index", "--kb", str(kb_root))
-    assert code == 1 and "kbseek index --reembed" in err
+    code, out, err = run(runner, "index", "--kb", str(kb_root))
+    assert code == 0 and "embedded 4 chunks" in out and "switching" in err  # decision 0040
+    with sqlite3.connect(db) as conn:
+        model = conn.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()[0]
+    assert model == fake_model[-1].model_id
     code, out, _ = run(runner, "index", "--kb", str(kb_root), "--reembed")
     assert code == 0 and "embedded" in out
     with sqlite3.connect(db) as conn:

@@ -30,7 +30,7 @@ from tests.unit.test_store_contract import chunk, document, rowids_of, write
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 from kbseek.store import postgres_lexical  # noqa: E402
 from kbseek.store.postgres import PostgresStore  # noqa: E402
-from kbseek.store.postgres_schema import SCHEMA_PREFIX, display_url  # noqa: E402
+from kbseek.store.postgres_schema import SCHEMA_PREFIX, SCHEMA_VERSION, display_url  # noqa: E402
 
 
 @pytest.fixture
@@ -313,7 +313,7 @@ def test_an_index_without_links_gains_their_tables_in_place(store: PostgresStore
         assert again.counts() == (1, 1)  # nothing was rebuilt
         assert again.links_from("a.md", limit=10) == again.links_to("a.md", limit=10) == []
         ((version,),) = _sql(url, f"SELECT value FROM \"{store.schema}\".meta WHERE key = 'schema_version'")
-        assert version == "4"
+        assert version == str(SCHEMA_VERSION)
     finally:
         again.close()
 

@@ -20,7 +20,6 @@ from mcp import Client
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME
-from kbseek.errors import IndexIncompatible
 from kbseek.server.mcp import build_server
 from tests.fakes import FakeEmbedder
 
@@ -89,22 +88,26 @@ async def test_search_answers_lexically_while_the_model_loads(example_root: Path
         core.close()
 
 
-async def test_an_index_built_with_another_model_is_refused_with_the_reembed_hint(
+async def test_an_index_built_with_another_model_switches_to_the_configured_one(
     hybrid: KnowledgeBase,
 ) -> None:
+    """Another model in ``[embed]`` is a switch made by the next pass (decision 0040), where it was
+    a refusal that left semantic search off until ``--reembed``. The old model here was handed in
+    as an object, so nothing can rebuild it: until the switch, searches answer by keywords and
+    say why."""
     other_model = FakeEmbedder(model_id="another-model:1")
     other = KnowledgeBase(settings=Settings(root=hybrid.root), embedder=other_model)
     try:
         other.load_semantic()
         data = await search(other, "rollback")
         assert data["legs"]["semantic"] == "unavailable"
-        assert any("kbseek index --reembed" in n for n in data["notes"])
-        with pytest.raises(IndexIncompatible, match="--reembed"):
-            other.index()
-        other.index(reembed=True)
+        note = next(n for n in data["notes"] if "switching the embedding model" in n)
+        assert "to another-model:1: 0 of " in note and "searches use keywords until then" in note
+        other.index()
         embedding = other.store.meta().embedding
         assert embedding is not None and embedding.model == "another-model:1"
-        assert (await search(other, "rollback"))["legs"]["semantic"] == "ok"
+        after = await search(other, "rollback")
+        assert after["legs"]["semantic"] == "ok"
     finally:
         other.close()
 
