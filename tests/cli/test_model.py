@@ -1,7 +1,7 @@
 """``kbseek model pull`` and ``list``, and ``kbseek index`` with a model it must not download.
 
 The downloads go to a fake Hub on 127.0.0.1 (tests/fake_hub.py) serving the tiny generated encoder
-(tests/tiny_models.py) under the repository of a model fastembed's catalogue knows.
+and cross-encoder (tests/tiny_models.py) under the repositories of models fastembed's catalogues know.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from click.testing import CliRunner, Result
 
 from kbseek.cli import cli
 from tests.fake_hub import FakeHub, serve_hub
-from tests.tiny_models import write_encoder
+from tests.tiny_models import write_cross_encoder, write_encoder
 
 pytest.importorskip("fastembed")
 
 NAME = "all-MiniLM-L6-v2"
 REPO = "Qdrant/all-MiniLM-L6-v2-onnx"
+RERANKER = "Xenova/ms-marco-MiniLM-L-6-v2"
+"""A cross-encoder fastembed knows; its repository is itself, with the weights in ``onnx/``."""
 EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
 
@@ -30,13 +32,25 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_encoder(tmp_path_factory.mktemp("models") / "tiny-encoder")
 
 
+@pytest.fixture(scope="module")
+def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny cross-encoder laid out as :data:`RERANKER`'s repository is (``onnx/model.onnx``)."""
+    folder = write_cross_encoder(tmp_path_factory.mktemp("models") / "tiny-cross-encoder")
+    (folder / "onnx").mkdir()
+    (folder / "model.onnx").rename(folder / "onnx" / "model.onnx")
+    return folder
+
+
 @pytest.fixture
-def hub(encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+def hub(
+    encoder: Path, cross_encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeHub]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with serve_hub() as fake:
         fake.add(REPO, encoder)
+        fake.add(RERANKER, cross_encoder)
         monkeypatch.setenv("HF_ENDPOINT", fake.url)
         yield fake
 
@@ -107,3 +121,38 @@ def test_index_never_downloads_and_names_the_command_then_works_offline_once_pul
     found = invoke("search", "--kb", str(kb), "--config", str(config), "--json", "meeting notes")
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)["hits"]
+
+
+def test_a_cross_encoder_is_pulled_listed_and_reranks_a_search(hub: FakeHub, tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".kbseek"))
+    config = tmp_path / "kbseek.toml"
+    config.write_text(
+        f'semantic = false\n[rerank]\nprovider = "local"\nmodel = "{RERANKER}"\nbudget_s = 30\n',
+        encoding="utf-8",
+    )
+    assert invoke("index", "--kb", str(kb), "--config", str(config)).exit_code == 0
+    before = json.loads(invoke("search", "--kb", str(kb), "--config", str(config), "--json", "notes").stdout)
+    assert "rerank_skipped" in before["note_codes"]
+    assert any(f"run `kbseek model pull {RERANKER}`" in note for note in before["notes"])
+
+    pulled = invoke("model", "pull", "ms-marco-MiniLM-L-6-v2")
+    assert pulled.exit_code == 0, pulled.output
+    assert f"pulled {RERANKER} ({RERANKER} at {hub.repos[RERANKER].commit[:12]})" in pulled.stdout
+    assert f'use it with [rerank] provider = "local" and model = "{RERANKER}"' in pulled.stdout
+
+    rows = {r["name"]: r for r in json.loads(invoke("model", "list", "--json").stdout)}
+    assert rows[RERANKER] | {"folder": None} == {
+        "name": RERANKER, "kind": "reranker", "dim": None, "size_bytes": 80_000_000, "pulled": True,
+        "folder": None,
+    }  # fmt: skip
+    assert rows[f"sentence-transformers/{NAME}"]["kind"] == "embedding"
+    line = next(ln for ln in invoke("model", "list").stdout.splitlines() if ln.startswith(f"{RERANKER} "))
+    assert line.split()[1] == "reranker" and line.endswith("pulled")
+
+    hub.requests.clear()
+    after = invoke("search", "--kb", str(kb), "--config", str(config), "--json", "meeting notes",
+                   env={"HF_HUB_OFFLINE": "1"})  # fmt: skip
+    assert after.exit_code == 0, after.output
+    assert "rerank_skipped" not in json.loads(after.stdout)["note_codes"]
+    assert hub.requests == []

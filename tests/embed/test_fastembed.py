@@ -230,3 +230,16 @@ def test_without_fastembed_the_message_names_the_extra(
     monkeypatch.setattr(builtins, "__import__", no_fastembed)
     with pytest.raises(EmbedderUnavailable, match=r"pip install 'kbseek\[models\]'"):
         make_embedder(spec(str(encoder))).load()
+
+
+def test_models_sharing_a_repository_each_need_their_own_files_on_record(fake_hub: FakeHub) -> None:
+    # fastembed's bge-reranker-v2-m3 and its int8 variant share one repository with other weights.
+    weights = hub_module.HubSource(REPO, ("model.onnx", "tokenizer.json"))
+    configs = hub_module.HubSource(REPO, ("tokenizer_config.json", "tokenizer.json"))
+    hub_module.pull(weights, command="kbseek model pull weights")
+    assert hub_module.installed(weights) is not None
+    assert hub_module.installed(configs) is None, "the record of one does not vouch for the other"
+    hub_module.pull(configs, command="kbseek model pull configs")
+    first, second = hub_module.installed(weights), hub_module.installed(configs)
+    assert first is not None and second is not None and first.files == second.files
+    assert set(first.files) == {"model.onnx", "tokenizer.json", "tokenizer_config.json"}

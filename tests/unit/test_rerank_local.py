@@ -1,14 +1,17 @@
 """The ``local`` rerank provider: a real ONNX cross-encoder run in process by fastembed.
 
 The model is the tiny cross-encoder ``tests.tiny_models`` generates (seeded random weights, a real
-graph and tokenizer), so each score is checked against ONNX Runtime run on the pair directly. The
-tests skip only when fastembed (the ``kbseek[models]`` extra) is not installed.
+graph and tokenizer), so each score is checked against ONNX Runtime run on the pair directly. A
+named model comes from a fake Hub on 127.0.0.1 (tests/fake_hub.py) serving that cross-encoder under
+the repository of a cross-encoder fastembed knows, through ``kbseek model pull``'s verified path.
+The tests skip only when fastembed (the ``kbseek[models]`` extra) is not installed.
 """
 
 from __future__ import annotations
 
-import socket
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +24,15 @@ from tokenizers import Tokenizer
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.embed import hub as hub_module
+from kbseek.embed import pull_model, reranker_catalogue
 from kbseek.rerank import RerankFailed, RerankSpec, RerankStage, make_reranker
 from tests.conftest import write_notes
+from tests.fake_hub import FakeHub, serve_hub
 from tests.tiny_models import write_cross_encoder
+
+NAME = "Xenova/ms-marco-MiniLM-L-6-v2"
+"""A cross-encoder fastembed knows; the fake Hub serves the tiny one under its repository."""
 
 QUERY = "which pets are cats"
 TEXTS = ["the cat sat on the mat", "dogs bark at the mail", "cats and dogs are pets", "the weather is cold"]
@@ -34,10 +43,33 @@ def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
 
 
+@pytest.fixture(scope="module")
+def hub_layout(model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny cross-encoder laid out as the Hub repository of :data:`NAME` is (``onnx/model.onnx``)."""
+    folder = tmp_path_factory.mktemp("repo") / "ms-marco"
+    shutil.copytree(model_folder, folder)
+    (folder / "onnx").mkdir()
+    (folder / "model.onnx").rename(folder / "onnx" / "model.onnx")
+    return folder
+
+
+@pytest.fixture
+def hub(hub_layout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    """A fake Hub serving :data:`NAME`, and a user cache and Hugging Face home of this test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with serve_hub() as fake:
+        fake.add(NAME, hub_layout)
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        yield fake
+
+
 def _direct(folder: Path, query: str, texts: list[str]) -> list[float]:
     """Each pair's logit, from ONNX Runtime and the tokenizer alone, one pair at a time."""
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    weights = next(p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file())
+    session = ort.InferenceSession(str(weights), providers=["CPUExecutionProvider"])
     out = []
     for text in texts:
         enc = tokenizer.encode(query, text)
@@ -101,24 +133,68 @@ def test_a_folder_without_a_model_says_what_it_needs(tmp_path: Path) -> None:
         _local("/no/such/folder").load()  # type: ignore[attr-defined]
 
 
-def test_an_unknown_name_lists_the_known_ones() -> None:
+def test_an_unknown_name_says_where_the_known_ones_are() -> None:
     with pytest.raises(
-        RerankFailed, match=r"fastembed knows no cross-encoder named 'nobody/nothing'; choose one of"
+        RerankFailed, match=r"fastembed knows no cross-encoder named 'nobody/nothing'; `kbseek model list`"
     ):
         _local("nobody/nothing").load()  # type: ignore[attr-defined]
 
 
-def test_a_named_model_not_in_the_cache_is_never_downloaded_unasked(monkeypatch: pytest.MonkeyPatch) -> None:
-    attempts: list[object] = []
+def test_a_named_model_not_pulled_is_a_note_naming_the_pull_command(hub: FakeHub) -> None:
+    stage = RerankStage.from_spec(RerankSpec(provider="local", model=NAME, budget_s=5.0))
+    outcome = stage.score("q", ["a"])
+    assert outcome.scores is None and outcome.note is not None
+    assert f"run `kbseek model pull {NAME}`" in outcome.note and "never pulled" in outcome.note
+    assert "[rerank] allow_download = true" in outcome.note
+    assert hub.requests == [], "a search never downloads unasked"
 
-    def refuse(self: socket.socket, address: object) -> None:
-        attempts.append(address)
-        raise OSError("the test forbids the network")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    with pytest.raises(RerankFailed, match=r"is not in .*rerankers.*set \[rerank\] allow_download = true"):
-        _local("Xenova/ms-marco-MiniLM-L-6-v2").load()  # type: ignore[attr-defined]
-    assert attempts == []
+def test_a_pulled_cross_encoder_scores_offline_as_onnx_runtime_does(
+    hub: FakeHub, hub_layout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found, pulled = pull_model(NAME)
+    assert found.kind == "reranker" and found in reranker_catalogue()
+    assert pulled.commit == hub.repos[NAME].commit and (pulled.folder / "onnx" / "model.onnx").is_file()
+    assert pulled.folder.is_relative_to(hub_module.models_cache()), "the embedders' verified cache"
+    hub.requests.clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    scores = _local(NAME).score(QUERY, TEXTS, timeout_s=1.0)  # type: ignore[attr-defined]
+    assert scores == pytest.approx(_direct(hub_layout, QUERY, TEXTS), rel=1e-4, abs=1e-5)
+    assert hub.requests == [], "loading a pulled model reads nothing from the Hub"
+
+
+def test_allow_download_pulls_through_the_verified_path(hub: FakeHub, hub_layout: Path) -> None:
+    reranker = _local(NAME, allow_download=True)
+    scores = reranker.score(QUERY, TEXTS[:2], timeout_s=1.0)  # type: ignore[attr-defined]
+    assert scores == pytest.approx(_direct(hub_layout, QUERY, TEXTS[:2]), rel=1e-4, abs=1e-5)
+    assert hub.downloads(), "it was fetched"
+    (source,) = [m.source for m in reranker_catalogue() if m.name == NAME]
+    recorded = hub_module.installed(source)
+    assert recorded is not None, "and recorded in a manifest, as `kbseek model pull` does"
+    assert recorded.files["onnx/model.onnx"].sha256 == hub.repos[NAME].files["onnx/model.onnx"].sha256
+
+
+def test_a_corrupted_download_is_caught_and_never_loaded(hub: FakeHub) -> None:
+    hub.corrupt.add("onnx/model.onnx")
+    with pytest.raises(RerankFailed, match=r"onnx/model\.onnx downloaded from .* does not match the Hub's"):
+        _local(NAME, allow_download=True).load()  # type: ignore[attr-defined]
+    (source,) = [m.source for m in reranker_catalogue() if m.name == NAME]
+    assert hub_module.installed(source) is None
+    hub.corrupt.clear()
+    _, pulled = pull_model(NAME)  # the network recovers: the command named in the message works
+    weights = (pulled.folder / "onnx" / "model.onnx").resolve()
+    weights.write_bytes(weights.read_bytes()[:-10])  # damaged in the cache afterwards: sizes catch it
+    with pytest.raises(
+        RerankFailed, match=rf"onnx/model\.onnx has \d+ bytes.*run `kbseek model pull {NAME}`"
+    ):
+        _local(NAME, threads=3).load()  # type: ignore[attr-defined]
+
+
+def test_offline_refuses_to_download_even_when_allowed(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RerankFailed, match=rf"HF_HUB_OFFLINE is set: run `kbseek model pull {NAME}`"):
+        _local(NAME, allow_download=True).load()  # type: ignore[attr-defined]
+    assert hub.requests == []
 
 
 def test_without_fastembed_the_note_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

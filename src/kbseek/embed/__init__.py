@@ -10,7 +10,9 @@ name or folder; extra ``kbseek[models]``), each a factory in the
 Lexical-only mode builds no embedder.
 
 The model commands (``kbseek model pull``, ``list``) and doctor use :func:`pull_model`,
-:func:`catalogue`, :func:`pulled_copy`, :func:`inspect_model` and :func:`models_cache`: nothing else downloads.
+:func:`catalogue`, :func:`reranker_catalogue`, :func:`pulled_copy`, :func:`inspect_model` and
+:func:`models_cache`: nothing else downloads. The same verified cache holds the cross-encoders of
+``[rerank] provider = "local"`` (decision 0039).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kbseek.embed.fastembed import (
     inspect_model,
     pull_model,
     pulled_copy,
+    reranker_catalogue,
 )
 from kbseek.embed.hub import PulledModel, human_size, models_cache
 
@@ -45,4 +48,5 @@ __all__ = [
     "pulled_copy",
     "redact_url",
     "register_provider",
+    "reranker_catalogue",
 ]

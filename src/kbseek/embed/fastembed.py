@@ -19,6 +19,11 @@ provider loads.
   mean-pooled unless the folder's sentence-transformers pooling config (``1_Pooling/config.json``)
   says CLS, and always normalised.
 
+The same cache holds the cross-encoders of ``[rerank] provider = "local"``
+(``TextCrossEncoder.list_supported_models()``): :func:`reranker_catalogue`, :func:`find_reranker`
+and :func:`ready_copy` serve ``rerank.local`` as they serve the embedder, so both kinds of model
+arrive one way, through ``kbseek model pull``, verified (decisions 0038 and 0039).
+
 ``model_id`` names the exact weights, so an index notices when they change: the catalogue name and
 the commit the files were pulled from, or for a folder the sha256 of its ONNX file and the pooling.
 e5 models are given their ``query: `` / ``passage: `` prefixes, which fastembed leaves to the caller.
@@ -31,7 +36,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,6 +52,13 @@ CONFIG_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "speci
 
 _PROBE = "kbseek embedding probe"
 
+_OWN_NAMES = "kbseek-"
+"""Prefix of the names kbseek registers folders under in fastembed's lists (``kbseek-local/``,
+``kbseek-folder:``): those are the user's folders, not models anyone can pull."""
+
+Kind = Literal["embedding", "reranker"]
+"""What a catalogue model is for: ``[embed]`` (a text-embedding model) or ``[rerank]`` (a cross-encoder)."""
+
 
 @dataclass(frozen=True)
 class CatalogueModel:
@@ -55,8 +67,20 @@ class CatalogueModel:
     name: str
     source: hub.HubSource
     dim: int
+    """The width of its vectors; 0 for a cross-encoder, which gives one score per pair."""
     size_bytes: int
     """fastembed's estimate of the download, for ``kbseek model list``."""
+    kind: Kind = "embedding"
+
+    @property
+    def what(self) -> str:
+        """What the messages call it."""
+        return "embedding model" if self.kind == "embedding" else "cross-encoder"
+
+    @property
+    def table(self) -> str:
+        """The config table that uses it."""
+        return "[embed]" if self.kind == "embedding" else "[rerank]"
 
 
 def is_folder(model: str) -> bool:
@@ -70,22 +94,65 @@ def is_folder(model: str) -> bool:
 
 def catalogue() -> list[CatalogueModel]:
     """Every text-embedding model fastembed knows that comes from the Hub, in its own order."""
-    text_embedding = _fastembed().TextEmbedding
+    return _described(_fastembed().TextEmbedding._list_supported_models(), "embedding")
+
+
+def reranker_catalogue() -> list[CatalogueModel]:
+    """Every cross-encoder fastembed knows that comes from the Hub (``[rerank] provider = "local"``)."""
+    return _described(_cross_encoder_class()._list_supported_models(), "reranker")
+
+
+def _described(descriptions: Any, kind: Kind) -> list[CatalogueModel]:
     out: list[CatalogueModel] = []
-    for desc in text_embedding._list_supported_models():
-        if not desc.sources.hf:
-            continue  # only a Google Cloud Storage archive: nothing kbseek can verify against the Hub
+    for desc in descriptions:
+        if not desc.sources.hf or desc.model.startswith(_OWN_NAMES):
+            continue  # a Google Cloud Storage archive (nothing to verify against the Hub), or a folder
         files = (desc.model_file, *desc.additional_files, "tokenizer.json", "tokenizer_config.json")
         source = hub.HubSource(desc.sources.hf, files, optional=("config.json", "special_tokens_map.json"))
         size = int(float(desc.size_in_GB or 0.0) * 1e9)
-        out.append(CatalogueModel(desc.model, source, int(desc.dim), size))
+        dim = int(getattr(desc, "dim", 0) or 0) if kind == "embedding" else 0
+        out.append(CatalogueModel(desc.model, source, dim, size, kind))
     return out
 
 
 def find_model(name: str) -> CatalogueModel:
     """The catalogue model ``name`` means: the full name, the part after the slash, or a unique prefix
     of either, case ignored. Anything else is a :class:`ConfigError` naming the candidates."""
-    models = catalogue()
+    found = _match(catalogue(), name, "embedding model")
+    if found is None:
+        raise ConfigError(
+            f"fastembed does not know a text-embedding model {name!r}; `kbseek model list` shows the ones "
+            "it knows, or give the path of a folder holding model.onnx and tokenizer.json"
+        )
+    return found
+
+
+def find_reranker(name: str) -> CatalogueModel:
+    """The cross-encoder ``name`` means, matched as :func:`find_model` matches embedding models."""
+    found = _match(reranker_catalogue(), name, "cross-encoder")
+    if found is None:
+        raise ConfigError(
+            f"fastembed knows no cross-encoder named {name!r}; `kbseek model list` shows the ones it knows "
+            "(kind reranker), or give the path of a folder holding model.onnx and tokenizer.json"
+        )
+    return found
+
+
+def find_any(name: str) -> CatalogueModel:
+    """The model of either kind ``name`` means, for ``kbseek model pull``; a name both kinds could
+    match is a :class:`ConfigError` listing them, as an ambiguous prefix is."""
+    found = _match([*catalogue(), *reranker_catalogue()], name, "model")
+    if found is None:
+        raise ConfigError(
+            f"fastembed knows no embedding model or cross-encoder {name!r}; `kbseek model list` shows the "
+            "ones it knows, or give the path of a folder holding model.onnx and tokenizer.json as the "
+            "model setting"
+        )
+    return found
+
+
+def _match(models: list[CatalogueModel], name: str, what: str) -> CatalogueModel | None:
+    """The one model ``name`` means at the first level that matches any, or ``None`` if none does."""
     wanted = name.strip().lower()
     for matches in (
         [m for m in models if m.name.lower() == wanted],
@@ -100,13 +167,9 @@ def find_model(name: str) -> CatalogueModel:
             return matches[0]
         if len(matches) > 1:
             raise ConfigError(
-                f"embedding model {name!r} could be any of {', '.join(m.name for m in matches)}; "
-                "give the full name"
+                f"{what} {name!r} could be any of {', '.join(m.name for m in matches)}; give the full name"
             )
-    raise ConfigError(
-        f"fastembed does not know a text-embedding model {name!r}; `kbseek model list` shows the ones "
-        "it knows, or give the path of a folder holding model.onnx and tokenizer.json"
-    )
+    return None
 
 
 def pull_command(name: str) -> str:
@@ -180,22 +243,7 @@ class FastembedEmbedder:
 
     def _pulled(self, found: CatalogueModel) -> hub.PulledModel:
         """The verified files of ``found``: from the cache, or pulled now when that is allowed."""
-        command = pull_command(self._name)
-        pulled = hub.installed(found.source, self._cache)
-        problems = (
-            hub.check_files(pulled, hash_files=False) if pulled is not None else ["it was never pulled"]
-        )
-        if not problems and pulled is not None:
-            return pulled
-        where = self._cache or hub.models_cache()
-        if not self._allow_download or hub.hub_offline():
-            why = "HF_HUB_OFFLINE is set" if self._allow_download else "downloads happen only on request"
-            raise EmbedderUnavailable(
-                f"embedding model {found.name} is not ready in {where} ({'; '.join(problems)}) and "
-                f"{why}: run `{command}` (with network access), then try again; or set "
-                "[embed] allow_download = true to let indexing and the server download it"
-            )
-        return hub.pull(found.source, cache=self._cache, command=command)
+        return ready_copy(found, requested=self._name, cache=self._cache, allow_download=self._allow_download)
 
     def _run(self, texts: list[str]) -> np.ndarray:
         try:
@@ -226,6 +274,44 @@ class FastembedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return query_vector(self.embed_queries, text)
+
+
+def ready_copy(
+    found: CatalogueModel, *, requested: str, cache: Path | None = None, allow_download: bool = False
+) -> hub.PulledModel:
+    """The verified files of ``found`` in the cache, or pulled now (through :func:`hub.pull`, verified)
+    when ``allow_download`` is set and ``HF_HUB_OFFLINE`` is not.
+
+    The one way a model is read, for the embedder and the local reranker alike: a copy whose record
+    is missing, or whose files are not the recorded sizes, is never loaded. ``requested`` is the name
+    as configured, for the ``kbseek model pull`` command the refusal quotes.
+    """
+    command = pull_command(requested)
+    pulled = hub.installed(found.source, cache)
+    problems = hub.check_files(pulled, hash_files=False) if pulled is not None else ["it was never pulled"]
+    if not problems and pulled is not None:
+        return pulled
+    where = cache or hub.models_cache()
+    if not allow_download or hub.hub_offline():
+        why = "HF_HUB_OFFLINE is set" if allow_download else "downloads happen only on request"
+        who = "indexing and the server" if found.kind == "embedding" else "the first search"
+        raise EmbedderUnavailable(
+            f"{found.what} {found.name} is not ready in {where} ({'; '.join(problems)}) and "
+            f"{why}: run `{command}` (with network access), then try again; or set "
+            f"{found.table} allow_download = true to let {who} download it"
+        )
+    return hub.pull(found.source, cache=cache, command=command)
+
+
+def _cross_encoder_class() -> Any:
+    """fastembed's ``TextCrossEncoder``, imported when first needed; its absence says what to install."""
+    try:
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+    except ImportError as exc:
+        raise EmbedderUnavailable(
+            f"rerank provider 'local' needs the fastembed package ({exc.name or exc} is missing): {INSTALL}"
+        ) from exc
+    return TextCrossEncoder
 
 
 def _fastembed() -> Any:
@@ -311,12 +397,14 @@ def folder_files(folder: Path) -> list[Path]:
 
 
 def pull_model(name: str) -> tuple[CatalogueModel, hub.PulledModel]:
-    """``kbseek model pull NAME``: download a catalogue model into the cache and verify it."""
+    """``kbseek model pull NAME``: download an embedding model or a cross-encoder fastembed knows into
+    the cache and verify it."""
     if is_folder(name):
         raise ConfigError(
-            f"{name} is a local folder: use it as it is ([embed] model = {name!r}); nothing to pull"
+            f"{name} is a local folder: use it as it is (model = {name!r} in [embed] or [rerank]); "
+            "nothing to pull"
         )
-    found = find_model(name)
+    found = find_any(name)
     return found, hub.pull(found.source, command=pull_command(name))
 
 
@@ -332,8 +420,9 @@ class ModelReport:
     fix: str = ""
 
 
-def inspect_model(name: str) -> ModelReport:
-    """Where ``[embed] model`` comes from, its size on disk, and whether it is complete and verified.
+def inspect_model(name: str, *, kind: Kind = "embedding") -> ModelReport:
+    """Where ``[embed] model`` (or, with ``kind="reranker"``, ``[rerank] model``) comes from, its size
+    on disk, and whether it is complete and verified.
 
     A pulled model's every byte is hashed against its manifest (about a second per gigabyte); a
     folder is checked for the files a load reads. Never downloads.
@@ -351,9 +440,11 @@ def inspect_model(name: str) -> ModelReport:
             )
             if not ok
         ]
+        if not folder.is_dir():
+            problems = ["the folder does not exist"]
         fix = "export the model to ONNX with its tokenizer into that folder" if problems else ""
         return ModelReport(f"folder {folder}", hub.folder_size(files), tuple(problems), fix)
-    found = find_model(name)
+    found = find_model(name) if kind == "embedding" else find_reranker(name)
     pulled = hub.installed(found.source)
     command = pull_command(name)
     if pulled is None:

@@ -107,8 +107,20 @@ def manifest_path(source: HubSource, cache: Path | None = None) -> Path:
 
 
 def installed(source: HubSource, cache: Path | None = None) -> PulledModel | None:
-    """The pulled model's record, or ``None`` when it was never pulled to the end (or its record is unreadable)."""
-    path = manifest_path(source, cache)
+    """The pulled model's record, or ``None`` when it was never pulled to the end (or its record is
+    unreadable).
+
+    A record that lacks one of ``source.files`` counts as not pulled: two models can share a
+    repository with different weights (fastembed's ``bge-reranker-v2-m3`` and its int8 variant), and
+    the record one pull left must not vouch for the other's files.
+    """
+    model = _read_manifest(manifest_path(source, cache))
+    if model is None or any(name not in model.files for name in source.files):
+        return None
+    return model
+
+
+def _read_manifest(path: Path) -> PulledModel | None:
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return PulledModel(
@@ -205,6 +217,10 @@ def pull(source: HubSource, *, cache: Path | None = None, command: str) -> Pulle
         ) from exc
 
     files = {name: _verified(source.repo_id, folder, name, tree[name], command=command) for name in wanted}
+    earlier = _read_manifest(manifest_path(source, cache))
+    if earlier is not None and earlier.commit == commit and earlier.folder == folder:
+        # Another model of the same repository and commit was pulled before: keep its files on record.
+        files = {**earlier.files, **files}
     model = PulledModel(source.repo_id, source.revision, commit, folder, files)
     _write_manifest(manifest_path(source, cache), model)
     return model

@@ -12,9 +12,13 @@ install rather than an import error at start-up.
   config files fastembed reads beside them (``tokenizer_config.json``, ``config.json``,
   ``special_tokens_map.json``): used where it is, never copied, never downloaded;
 - a **name** fastembed knows (``TextCrossEncoder.list_supported_models()``, for example
-  ``Xenova/ms-marco-MiniLM-L-6-v2``), looked up in kbseek's cache folder. It is downloaded only when
-  ``[rerank] allow_download = true``: otherwise a model that is not cached yet is a note saying so,
-  because a search must never start a download of hundreds of megabytes nobody asked for.
+  ``Xenova/ms-marco-MiniLM-L-6-v2``), read from kbseek's verified model cache, where
+  ``kbseek model pull NAME`` puts it (``embed.hub``: the Hub's checksums checked, a manifest
+  written), exactly as the ``fastembed`` embedder reads its models. fastembed is pointed at that
+  snapshot and never downloads on its own. ``[rerank] allow_download = true`` lets the first load
+  pull it through the same verified path; otherwise (or with ``HF_HUB_OFFLINE`` set) a model not
+  pulled yet is a note naming the ``kbseek model pull`` command, because a search must never start
+  a download of hundreds of megabytes nobody asked for (decisions 0038 and 0039).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
+from kbseek.embed import fastembed as catalogue
+from kbseek.embed import hub
+from kbseek.errors import ConfigError, EmbedderUnavailable
 from kbseek.rerank.base import RerankFailed, RerankSpec
 
 INSTALL_HINT = "install it with: pip install 'kbseek[models]'"
@@ -50,15 +55,11 @@ in memory serves them all (an ONNX Runtime session runs calls from several threa
 _opened_lock = threading.Lock()
 
 
-def cache_folder() -> Path:
-    """Where named models are looked for, and downloaded to when that is allowed."""
-    return Path(platformdirs.user_cache_dir("kbseek")) / "rerankers"
-
-
 class LocalReranker:
     """Scores candidates with a cross-encoder in this process (:mod:`kbseek.rerank.local`)."""
 
     def __init__(self, spec: RerankSpec, *, cache_dir: Path | None = None) -> None:
+        """``cache_dir`` is the model cache to read named models from; unset, ``hub.models_cache()``."""
         assert spec.model is not None  # RerankSpec requires it for provider "local"
         self._model = spec.model
         self._allow_download = spec.allow_download
@@ -94,7 +95,7 @@ class LocalReranker:
 
     def _load(self) -> None:
         """Take the process's copy of this model (``_opened``), opening it if nobody has yet."""
-        key = (self._model, self._threads, str(self._cache_dir or cache_folder()), self._allow_download)
+        key = (self._model, self._threads, str(self._cache_dir or hub.models_cache()), self._allow_download)
         with _opened_lock:
             if key not in _opened:
                 _opened[key] = self._open()
@@ -156,29 +157,23 @@ class LocalReranker:
             raise RerankFailed(f"could not load the cross-encoder in {folder}: {exc}") from exc
 
     def _open_named(self, encoder_class: Any) -> Any:
-        known = [
-            m["model"]
-            for m in encoder_class.list_supported_models()
-            if not m["model"].startswith(_FOLDER_NAMES)
-        ]
-        if self._model.lower() not in {k.lower() for k in known}:
-            raise RerankFailed(
-                f"fastembed knows no cross-encoder named {self._model!r}; choose one of "
-                + ", ".join(repr(k) for k in known)
-                + ", or give a folder holding model.onnx and tokenizer.json"
-            )
-        cache = self._cache_dir or cache_folder()
+        """A named cross-encoder from the verified cache (pulled first when ``allow_download``)."""
         try:
+            found = catalogue.find_reranker(self._model)
+            pulled = catalogue.ready_copy(
+                found, requested=self._model, cache=self._cache_dir, allow_download=self._allow_download
+            )
+        except (ConfigError, EmbedderUnavailable) as exc:
+            raise RerankFailed(str(exc)) from exc
+        cache = self._cache_dir or hub.models_cache()
+        try:
+            # specific_model_path and local_files_only: the verified files, and never a download.
             return encoder_class(
-                self._model, cache_dir=str(cache), threads=self._threads,
-                local_files_only=not self._allow_download, cuda=False,
+                found.name, cache_dir=str(cache), threads=self._threads, cuda=False,
+                specific_model_path=str(pulled.folder), local_files_only=True,
             )  # fmt: skip
         except Exception as exc:
-            if not self._allow_download:
-                raise RerankFailed(
-                    f"the cross-encoder {self._model!r} is not in {cache} ({exc}); set [rerank] "
-                    "allow_download = true to let kbseek download it once, or give a folder holding it"
-                ) from exc
             raise RerankFailed(
-                f"could not load or download the cross-encoder {self._model!r}: {exc}"
+                f"the cross-encoder {found.name} in {pulled.folder} does not load: {type(exc).__name__}: "
+                f"{exc}; run `{catalogue.pull_command(self._model)}` to fetch it again"
             ) from exc
