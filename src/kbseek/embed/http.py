@@ -61,6 +61,7 @@ import numpy as np
 from kbseek.embed.base import check_texts, query_vector, redact_url, unit_rows
 from kbseek.errors import ConfigError, EmbedderUnavailable
 from kbseek.text.plurals import counted
+from kbseek.text.server_messages import clip, error_text, refusal_detail
 
 PROBE_TEXT = "kbseek embedding probe"
 
@@ -70,7 +71,6 @@ _MAX_RETRY_AFTER_S = 10.0
 # A response is at most batch x dim floats as JSON text; anything far beyond
 # that is a misbehaving server, and reading it whole would only exhaust memory.
 _MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-_MAX_ERROR_CHARS = 300
 
 
 class HttpEmbedder:
@@ -218,13 +218,13 @@ class HttpEmbedder:
         try:
             document = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            start = _clip(body[:200].decode("utf-8", "replace"))
+            start = clip(body[:200].decode("utf-8", "replace"))
             raise self._malformed(f"not JSON (starts with {start!r})") from None
         if not isinstance(document, dict):
             raise self._malformed(f"expected a JSON object, got {type(document).__name__}")
         data = document.get("data")
         if data is None and "error" in document:
-            raise self._malformed(f"an error instead of embeddings: {_error_text(document)}")
+            raise self._malformed(f"an error instead of embeddings: {error_text(document)}")
         if not isinstance(data, list):
             raise self._malformed("no 'data' list")
         if len(data) != expected:
@@ -265,17 +265,7 @@ class HttpEmbedder:
         )
 
     def _status_message(self, exc: urllib.error.HTTPError) -> str:
-        try:
-            raw = exc.read(64 * 1024)
-        except (OSError, http.client.HTTPException):
-            raw = b""
-        detail = _clip(raw.decode("utf-8", "replace"))
-        try:
-            parsed = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError):
-            parsed = None
-        if isinstance(parsed, dict):
-            detail = _error_text(parsed) or detail
+        detail = refusal_detail(exc)
         reason = f" {exc.reason}" if exc.reason else ""
         message = f"embedding server at {self._base} answered HTTP {exc.code}{reason}"
         if detail:
@@ -309,7 +299,7 @@ class HttpEmbedder:
         if isinstance(reason, socket.gaierror):
             host = urlsplit(self._endpoint).hostname
             return f"could not resolve host {host!r} of {where}; fix the embedding url setting"
-        detail = _clip(str(reason)) or type(reason).__name__
+        detail = clip(str(reason)) or type(reason).__name__
         return f"could not reach {where}: {detail}; check the embedding url"
 
 
@@ -345,21 +335,3 @@ def _retry_delay(exc: urllib.error.HTTPError, attempt: int) -> float:
         except ValueError:
             pass  # an HTTP date; fall back to the back-off below
     return 0.5 * 2.0**attempt
-
-
-def _error_text(document: dict[str, Any]) -> str:
-    """Pull the human message out of the usual error shapes (OpenAI, FastAPI, plain)."""
-    error = document.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return _clip(error["message"])
-    for value in (error, document.get("detail"), document.get("message")):
-        if isinstance(value, str):
-            return _clip(value)
-        if value is not None:
-            return _clip(json.dumps(value, ensure_ascii=False))
-    return ""
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_ERROR_CHARS else flat[: _MAX_ERROR_CHARS - 1] + "…"

@@ -37,10 +37,10 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from kbseek.embed.base import redact_url
 from kbseek.rerank.base import RerankFailed, RerankSpec
 from kbseek.text.plurals import counted
+from kbseek.text.server_messages import clip, error_text, refusal_detail
 
 # One score per candidate is a few dozen bytes; a reply far beyond that is a misbehaving server.
 _MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-_MAX_ERROR_CHARS = 300
 
 
 class HttpReranker:
@@ -129,12 +129,12 @@ class HttpReranker:
             document = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise self._malformed(
-                f"not JSON (starts with {_clip(body[:200].decode('utf-8', 'replace'))!r})"
+                f"not JSON (starts with {clip(body[:200].decode('utf-8', 'replace'))!r})"
             ) from None
         if self._api == "tei":
             items, key = document, "score"
             if isinstance(document, dict):
-                raise self._malformed(_error_text(document) or "a JSON object instead of a list of scores")
+                raise self._malformed(error_text(document) or "a JSON object instead of a list of scores")
             if not isinstance(items, list):
                 raise self._malformed(f"expected a JSON list, got {type(document).__name__}")
         else:
@@ -143,7 +143,7 @@ class HttpReranker:
                 raise self._malformed(f"expected a JSON object, got {type(document).__name__}")
             items = document.get("results")
             if items is None and ("error" in document or "detail" in document):
-                raise self._malformed(f"an error instead of results: {_error_text(document)}")
+                raise self._malformed(f"an error instead of results: {error_text(document)}")
             if not isinstance(items, list):
                 raise self._malformed("no 'results' list")
         scores: dict[int, float] = {}
@@ -172,17 +172,7 @@ class HttpReranker:
         )
 
     def _status_message(self, exc: urllib.error.HTTPError) -> str:
-        try:
-            raw = exc.read(64 * 1024)
-        except (OSError, http.client.HTTPException):
-            raw = b""
-        detail = _clip(raw.decode("utf-8", "replace"))
-        try:
-            parsed = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError):
-            parsed = None
-        if isinstance(parsed, dict):
-            detail = _error_text(parsed) or detail
+        detail = refusal_detail(exc)
         reason = f" {exc.reason}" if exc.reason else ""
         message = f"the rerank server at {self.endpoint} answered HTTP {exc.code}{reason}"
         if detail:
@@ -211,7 +201,7 @@ class HttpReranker:
             )
         if isinstance(reason, socket.gaierror):
             return f"could not resolve the host of {where}; fix the rerank url"
-        detail = _clip(str(reason)) or type(reason).__name__
+        detail = clip(str(reason)) or type(reason).__name__
         return f"could not reach {where}: {detail}; check the rerank url"
 
 
@@ -230,21 +220,3 @@ def _resolve_endpoint(url: str, api: str) -> tuple[str, str | None]:
     if not path.endswith("/rerank"):
         path += "/rerank" if api == "tei" or path.endswith("/v1") else "/v1/rerank"
     return urlunsplit(clean._replace(path=path)), basic
-
-
-def _error_text(document: dict[str, Any]) -> str:
-    """The human message in the usual error shapes (TEI's ``error``, OpenAI's, FastAPI's ``detail``)."""
-    error = document.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return _clip(error["message"])
-    for value in (error, document.get("detail"), document.get("message")):
-        if isinstance(value, str):
-            return _clip(value)
-        if value is not None:
-            return _clip(json.dumps(value, ensure_ascii=False))
-    return ""
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_ERROR_CHARS else flat[: _MAX_ERROR_CHARS - 1] + "…"
