@@ -110,3 +110,17 @@ def test_planning_writes_nothing(indexer: Indexer, database: Path, monkeypatch: 
     plan = indexer.plan(indexer.quick_scan())
     assert plan.to_read
     assert dump(database) == before
+
+
+def test_the_tally_of_a_pass_is_copied_into_its_report_field_for_field() -> None:
+    """``_Tally.frozen`` copies every count by name: a count added to the tally and not to the
+    report would fail here, not silently vanish from ``index --json``."""
+    from dataclasses import fields
+
+    from kbseek.ingest.indexer import IndexReport, _Tally
+
+    tally = _Tally(added=["a.md"], unchanged=3, chunks_written=2, chunks_embedded=1, switched=True)
+    assert {f.name for f in fields(_Tally)} <= set(IndexReport.model_fields)
+    report = tally.frozen(seconds=1.5)
+    assert report.added == ["a.md"] and report.unchanged == 3 and report.chunks_embedded == 1
+    assert report.switched and report.seconds == 1.5
