@@ -57,9 +57,10 @@ def test_doctor_on_the_indexed_example_kb_is_all_ok_or_warn(
     assert result.exit_code == 0, result.output
     found = checks(result)
     assert list(found) == [
-        "python", "config", "model", "index", "permissions", "writer lock", "watcher", "disk"
+        "python", "config", "model", "reranker", "index", "permissions", "writer lock", "watcher", "disk"
     ]  # fmt: skip
-    assert {c["status"] for c in found.values()} <= {"ok", "warn"}
+    assert {c["status"] for name, c in found.items() if name != "reranker"} <= {"ok", "warn"}
+    assert found["reranker"]["status"] == "skip" and "reranking is off" in found["reranker"]["detail"]
     model_id = fake_model[-1].model_id  # doctor loads "the configured model": the fake, like the index
     assert found["model"]["status"] == "ok" and model_id in found["model"]["detail"]
     assert found["index"]["status"] == "ok"

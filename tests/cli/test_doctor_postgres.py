@@ -30,7 +30,8 @@ from kbseek.store.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, display_url
 from kbseek.store.schema import META_SCHEMA_VERSION  # noqa: E402
 
 POSTGRES_CHECKS = [
-    "python", "config", "model", "database", "pgvector", "index", "permissions", "writer lock", "watcher", "disk"
+    "python", "config", "model", "reranker", "database", "pgvector", "index", "permissions", "writer lock",
+    "watcher", "disk",
 ]  # fmt: skip
 SECRET = "s3cret-pw-93x"
 
@@ -90,7 +91,7 @@ def test_an_indexed_postgres_kb_is_all_ok_in_text_and_json(
     found = checks(result)
     assert list(found) == POSTGRES_CHECKS
     assert {n: c["status"] for n, c in found.items() if c["status"] != "ok"} == {
-        "permissions": "skip", "disk": "skip"
+        "reranker": "skip", "permissions": "skip", "disk": "skip"
     }  # fmt: skip
     assert display_url(postgres_server.url()) in found["database"]["detail"]
     assert "PostgreSQL 18" in found["database"]["detail"]
@@ -107,7 +108,7 @@ def test_an_indexed_postgres_kb_is_all_ok_in_text_and_json(
     lines = text.stdout.splitlines()
     for check in ("database", "pgvector", "index", "writer lock"):
         assert any(line.startswith(f"ok    {check}") for line in lines), text.output
-    assert lines[-1] == "8 ok, 2 skip"
+    assert lines[-1] == "8 ok, 3 skip"
 
 
 def test_store_and_name_come_from_the_config_or_the_environment(

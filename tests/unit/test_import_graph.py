@@ -81,6 +81,10 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
     "kbseek.cli.doctor.runner": {
         "kbseek.store.opening": "doctor names the knowledge base's schema as the store would, from the folder",
     },
+    "kbseek.cli.doctor.reranker": {
+        "kbseek.rerank": "doctor builds the configured reranker and scores two texts itself: the search's "
+        "stage would turn any failure into a note, and the facade builds a reranker only inside a search",
+    },
 }
 """Surface → domain imports made on purpose. Doctor is read-only and runs when something is already
 wrong: it must not build the facade (which prepares the index folder), so it reads these itself."""

