@@ -36,6 +36,47 @@ def test_onnx_runtime_imports_in_a_process_that_imported_usearch_first() -> None
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
 
 
+def test_onnx_runtime_accepts_an_exported_graph_in_a_process_that_imported_kbseek_first(
+    tmp_path: Path,
+) -> None:
+    """Scalar constants of two types (int64 axes, a float epsilon), as torch.onnx.export writes in
+    every BERT and XLM-R graph. With usearch's static libstdc++ bound first, ONNX Runtime's
+    ConstantSharing printed every constant's key as the same empty number and merged them across
+    types ("Type 'tensor(float)' of input parameter (epsilon) of operator (Unsqueeze) ... is
+    invalid"); ``kbseek.search.ann`` now shares the system libstdc++ before usearch loads."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Unsqueeze", ["x", "axis_last"], ["x3"]),
+            helper.make_node("ReduceSum", ["x3", "axis_one"], ["summed"], keepdims=0),
+            helper.make_node("Add", ["summed", "epsilon"], ["y"]),
+        ],
+        "exported_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1])],
+        [
+            numpy_helper.from_array(np.array([-1], dtype=np.int64), "axis_last"),
+            numpy_helper.from_array(np.array([1], dtype=np.int64), "axis_one"),
+            numpy_helper.from_array(np.array([1e-9], dtype=np.float32), "epsilon"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    save(model, str(tmp_path / "model.onnx"))
+    code = (
+        "import sys, kbseek, onnxruntime as ort; "
+        "ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']); print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "model.onnx")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
 def test_making_the_embedder_does_not_import_onnx_runtime() -> None:
     """The import takes about 0.6 s, and an embedder is made when a server starts, before any load."""
     code = (

@@ -27,10 +27,12 @@ A vector made of several models' vectors (``embed.pair``) gets one graph per par
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
 import os
 import secrets
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -40,10 +42,32 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import Index
 
 from kbseek.search.dense import DenseIndex, VectorIndex, part_cosines
 from kbseek.store.base import Store
+
+
+def _share_libstdcxx() -> None:
+    """Put the system's ``libstdc++`` in the process's global symbol scope before usearch loads.
+
+    usearch's Linux wheel links libstdc++ statically and exports its locale facet ids
+    (``std::numpunct<char>::id`` and others) as GNU unique symbols, which bind process-wide to the
+    first definition the dynamic linker meets. Loaded first, usearch's copies win, and a C++
+    extension loaded later that uses iostreams (ONNX Runtime) reads facets by the wrong ids: ONNX
+    Runtime 1.22 then refuses every exported BERT / XLM-R graph ("Type parameter (T) of Optype
+    (Equal) bound to different types", "Type 'tensor(float)' of input parameter ... of operator
+    (Gather) ... is invalid") and 1.23 crashes at import. numpy has usually loaded libstdc++
+    already, but privately (RTLD_LOCAL); reopening it RTLD_GLOBAL lets usearch bind to the shared
+    copy. Elsewhere (macOS, Windows, a libc without it) there is nothing to do.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL)
+
+
+_share_libstdcxx()
+from usearch.index import Index  # noqa: E402  (only after _share_libstdcxx)
 
 log = logging.getLogger(__name__)
 
