@@ -50,7 +50,8 @@ def _package(name: str) -> tuple[str, str]:
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
-        "kbseek.errors", "kbseek.documents", "kbseek.uris", "kbseek.progress", *_package("kbseek.text"),
+        "kbseek.errors", "kbseek.documents", "kbseek.uris", "kbseek.progress", "kbseek.remote",
+        *_package("kbseek.text"),
     )),
     ("domain", (
         *_package("kbseek.ingest"), *_package("kbseek.store"), *_package("kbseek.embed"),

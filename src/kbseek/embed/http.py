@@ -46,7 +46,6 @@ import base64
 import binascii
 import http.client
 import json
-import os
 import socket
 import threading
 import time
@@ -60,8 +59,8 @@ import numpy as np
 
 from kbseek.embed.base import check_texts, query_vector, redact_url, unit_rows
 from kbseek.errors import ConfigError, EmbedderUnavailable
+from kbseek.remote import clip, error_text, refusal_detail, request_headers
 from kbseek.text.plurals import counted
-from kbseek.text.server_messages import clip, error_text, refusal_detail
 
 PROBE_TEXT = "kbseek embedding probe"
 
@@ -157,28 +156,10 @@ class HttpEmbedder:
     # ------------------------------------------------------------------ wire
 
     def _headers(self) -> dict[str, str]:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "kbseek",
-        }
-        if self._api_key_env is not None:
-            key = os.environ.get(self._api_key_env, "").strip()
-            if not key:
-                raise EmbedderUnavailable(
-                    f"environment variable {self._api_key_env} (named by embedding api_key_env) is not set "
-                    "or empty; export the API key in it before starting kbseek, or remove api_key_env"
-                )
-            if not key.isascii() or not key.isprintable():
-                raise EmbedderUnavailable(
-                    f"the API key in environment variable {self._api_key_env} contains characters that "
-                    "cannot be sent in an HTTP header (non-ASCII, or a line break); check its value"
-                )
-            headers["Authorization"] = f"Bearer {key}"
-        elif self._basic_auth is not None:
-            token = base64.b64encode(self._basic_auth.encode("utf-8")).decode("ascii")
-            headers["Authorization"] = f"Basic {token}"
-        return headers
+        try:
+            return request_headers(self._api_key_env, self._basic_auth, setting="embedding api_key_env")
+        except ValueError as exc:
+            raise EmbedderUnavailable(str(exc)) from None
 
     def _request(self, texts: list[str]) -> np.ndarray:
         """POST one batch and return its vectors as a raw (n, d) float32 array."""

@@ -23,10 +23,8 @@ Thread safety: requests are independent, so concurrent calls are fine; there is 
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
-import os
 import socket
 import urllib.error
 import urllib.request
@@ -35,9 +33,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from kbseek.embed.base import redact_url
+from kbseek.remote import clip, error_text, refusal_detail, request_headers
 from kbseek.rerank.base import RerankFailed, RerankSpec
 from kbseek.text.plurals import counted
-from kbseek.text.server_messages import clip, error_text, refusal_detail
 
 # One score per candidate is a few dozen bytes; a reply far beyond that is a misbehaving server.
 _MAX_RESPONSE_BYTES = 4 * 1024 * 1024
@@ -87,24 +85,10 @@ class HttpReranker:
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "kbseek"}
-        if self._api_key_env is not None:
-            key = os.environ.get(self._api_key_env, "").strip()
-            if not key:
-                raise RerankFailed(
-                    f"environment variable {self._api_key_env} (named by rerank api_key_env) is not set or "
-                    "empty; export the API key in it before starting kbseek, or remove api_key_env"
-                )
-            if not key.isascii() or not key.isprintable():
-                raise RerankFailed(
-                    f"the API key in environment variable {self._api_key_env} contains characters that "
-                    "cannot be sent in an HTTP header (non-ASCII, or a line break); check its value"
-                )
-            headers["Authorization"] = f"Bearer {key}"
-        elif self._basic_auth is not None:
-            token = base64.b64encode(self._basic_auth.encode("utf-8")).decode("ascii")
-            headers["Authorization"] = f"Basic {token}"
-        return headers
+        try:
+            return request_headers(self._api_key_env, self._basic_auth, setting="rerank api_key_env")
+        except ValueError as exc:
+            raise RerankFailed(str(exc)) from None
 
     def _post(self, payload: bytes, timeout_s: float) -> bytes:
         request = urllib.request.Request(self._endpoint, data=payload, headers=self._headers(), method="POST")
