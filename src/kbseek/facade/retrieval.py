@@ -18,7 +18,6 @@ from kbseek.errors import EmbedderUnavailable
 from kbseek.facade import shaping, status
 from kbseek.facade.catalog import Catalog
 from kbseek.facade.live_config import LiveConfig
-from kbseek.facade.response_cap import fit_search
 from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.rerank import RerankSpec, RerankStage
 from kbseek.responses import IndexSummary, SearchResponse
@@ -130,7 +129,7 @@ class Retrieval:
             result = self.run(request, None, rerank)
             semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
         servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
-        response = shaping.search_response(
+        return shaping.search_response(
             args, result, limits=limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
             holds_japanese=self._store.holds_japanese,
@@ -138,32 +137,3 @@ class Retrieval:
                 self._store.location, status.index_command(active.settings)
             ),
         )  # fmt: skip
-        return _with_rerank(response, result, limits.max_response_chars)
-
-
-def _with_rerank(response: SearchResponse, result: PipelineResult, max_chars: int) -> SearchResponse:
-    """``response`` with what the reranker did: each explained hit's rerank score and own fused score,
-    and the note (code ``rerank_skipped``) when the fused order was kept (docs/decisions/0038).
-
-    Added to the shaped response rather than while shaping it, so that a search without a reranker
-    goes through exactly the code it always did; the response is fitted to its cap again after.
-    """
-    if result.rerank_note is None and not any(h.rerank_score is not None for h in result.hits):
-        return response
-    by_id = {h.chunk.chunk_id: h for h in result.hits}
-    hits = []
-    for hit in response.hits:
-        ranked = by_id.get(hit.chunk_id)
-        if hit.explain is not None and ranked is not None and ranked.rerank_score is not None:
-            explain = hit.explain.model_copy(
-                update={"rerank_score": round(ranked.rerank_score, 6), "fused_score": ranked.fused_score}
-            )
-            hit = hit.model_copy(update={"explain": explain})
-        hits.append(hit)
-    notes, codes = list(response.notes), list(response.note_codes)
-    if result.rerank_note is not None:
-        notes.append(result.rerank_note)
-        codes.append("rerank_skipped")
-    return fit_search(
-        response.model_copy(update={"hits": hits, "notes": notes, "note_codes": codes}), max_chars
-    )

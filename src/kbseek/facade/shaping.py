@@ -222,6 +222,9 @@ def search_response(
     if note is not None and code is not None:
         notes.append(note)
         codes.append(code)
+    if result.rerank_note is not None:  # the fused order stands (docs/decisions/0038)
+        notes.append(result.rerank_note)
+        codes.append("rerank_skipped")
     has_terms = any(c.terms for c in (result.compiled, *result.compiled_also))
     legs = Legs(lexical="ok" if has_terms else "no_terms", semantic=shown.value)
     if not hits:
@@ -248,8 +251,11 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
         uri=document_uri(c.path) if c.path in servable else None,
         explain=Explanation(
             lexical_rank=f.lexical_rank, lexical_score=f.lexical_score, dense_rank=f.dense_rank,
-            dense_similarity=f.dense_similarity, fused_score=f.score, phrasing=f.phrasing,
-            agreement=round(f.agreement, 6), bridge=round(f.bridge, 6)
+            dense_similarity=f.dense_similarity, phrasing=f.phrasing,
+            agreement=round(f.agreement, 6), bridge=round(f.bridge, 6),
+            # reranked: the chunk's own fused score, while ``score`` is that of the place it took
+            fused_score=f.score if h.fused_score is None else h.fused_score,
+            rerank_score=None if h.rerank_score is None else round(h.rerank_score, 6),
         ) if explain else None,
     )  # fmt: skip
 
