@@ -350,7 +350,7 @@ def _load_folder(fastembed: Any, folder: Path, threads: int, cache: Path | None)
         raise EmbedderUnavailable(
             f"embedding model folder {folder} does not exist; give the folder that holds model.onnx"
         )
-    weights = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
+    weights = onnx_weights(folder)
     missing = [n for n in ("tokenizer.json", "tokenizer_config.json") if not (folder / n).is_file()]
     if weights is None or missing:
         what = ", ".join((["model.onnx (or onnx/model.onnx)"] if weights is None else []) + missing)
@@ -378,6 +378,12 @@ def _load_folder(fastembed: Any, folder: Path, threads: int, cache: Path | None)
         )
     cache_dir = cache or hub.models_cache()
     return _open(fastembed, name, folder, threads, cache_dir), f"fastembed:folder:{digest[:16]}:{mode}"
+
+
+def onnx_weights(folder: Path) -> Path | None:
+    """A model folder's ONNX weights: ``model.onnx``, or ``onnx/model.onnx`` as the Hub's exports lay
+    them out; ``None`` when it has neither. One rule for embedders and cross-encoders."""
+    return next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
 
 
 def _cls_pooling(folder: Path) -> bool:

@@ -117,23 +117,23 @@ class LocalReranker:
                 f"rerank provider 'local' needs the fastembed package, which is not installed ({exc}); "
                 f"{INSTALL_HINT}, or use rerank provider 'http'"
             ) from None
+        if not catalogue.is_folder(self._model):
+            return self._open_named(TextCrossEncoder)
         folder = Path(self._model).expanduser()
-        if folder.is_dir():
-            return self._open_folder(TextCrossEncoder, folder.resolve())
-        if self._model.startswith(("/", "~", "./", "../", "\\")) or Path(self._model).is_absolute():
+        if not folder.is_dir():
             raise RerankFailed(
                 f"rerank model folder {self._model!r} does not exist; give the folder holding model.onnx "
                 "and tokenizer.json (an absolute path), or a fastembed model name"
             )
-        return self._open_named(TextCrossEncoder)
+        return self._open_folder(TextCrossEncoder, folder.resolve())
 
     def _open_folder(self, encoder_class: Any, folder: Path) -> Any:
         from fastembed.common.model_description import ModelSource
 
-        model_file = next((f for f in ("model.onnx", "onnx/model.onnx") if (folder / f).is_file()), None)
+        weights = catalogue.onnx_weights(folder)
         missing = [
             what
-            for what, present in (("model.onnx", model_file is not None), ("tokenizer.json", (folder / "tokenizer.json").is_file()))
+            for what, present in (("model.onnx", weights is not None), ("tokenizer.json", (folder / "tokenizer.json").is_file()))
             if not present
         ]  # fmt: skip
         if missing:
@@ -142,6 +142,8 @@ class LocalReranker:
                 "an ONNX cross-encoder (model.onnx) and its tokenizer (tokenizer.json, with "
                 "tokenizer_config.json beside it)"
             )
+        assert weights is not None
+        model_file = weights.relative_to(folder).as_posix()
         name = f"{_FOLDER_NAMES}{folder}/{model_file}"
         with _register_lock:  # fastembed's list of custom models is global and refuses a name twice
             known = {m["model"] for m in encoder_class.list_supported_models()}
