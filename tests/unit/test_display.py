@@ -86,6 +86,16 @@ def test_prose_that_only_looks_like_markup_is_kept(source: str) -> None:
     assert display_text(source).text == " ".join(source.split())
 
 
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [("\\<>", "<>"), ("a\\<b>c", "a<b>c"), ("\\</> and \\<x/>", "</> and <x/>"), ("a <b>b</b>", "a b")],
+)
+def test_an_escaped_angle_bracket_is_text_not_a_tag(source: str, shown: str) -> None:
+    """A Word paragraph reading ``<>`` was served as ``\\<>`` and shown as nothing: the tag pattern
+    took the escaped bracket for a JSX fragment (found by the converted formats' property test)."""
+    assert display_text(source).text == shown
+
+
 def test_code_is_kept_byte_for_byte_and_only_its_fences_are_dropped() -> None:
     source = (
         "Text <b>bold</b>\n\n"

@@ -200,7 +200,9 @@ _INLINE_TAGS = frozenset(
 """HTML elements that sit inside a word or sentence: removing them must not split a word."""
 _BRACES = r"\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}"
 _ATTRIBUTE = rf"(?:[^\s\"'<>/={{}}]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|{_BRACES}|[^\s\"'=<>`{{}}]+))?|{_BRACES})"
-_TAG = re.compile(rf"</?([A-Za-z][\w.:-]*)(?:\s+{_ATTRIBUTE})*\s*/?>|</?>")
+_TAG = re.compile(rf"(?<!\\)(?:</?([A-Za-z][\w.:-]*)(?:\s+{_ATTRIBUTE})*\s*/?>|</?>)")
+"""An HTML element or a JSX fragment; ``\\<`` is a literal ``<`` (CommonMark), as the emphasis
+patterns below leave an escaped delimiter alone."""
 _OTHER_INLINE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"[ \t]*\{:?[ \t]*[#.][\w-][^{}\r\n]*\}"), lambda m: ""),  # {#id .class}, {: .x}
     (
