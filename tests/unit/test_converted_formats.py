@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kbseek import KnowledgeBase
@@ -265,6 +265,8 @@ _TEXT = st.text(
 
 
 @given(_TEXT)
+@example("<>")  # shown as nothing: the escaped bracket was taken for a JSX fragment
+@example("\x08>")  # served as a quote: the control character hid the marker from the escaping
 def test_escaped_text_displays_as_exactly_the_words_that_were_extracted(text: str) -> None:
     rendered = render([["p", text]])
     assert display_text(rendered).text == " ".join(clean(text).split())

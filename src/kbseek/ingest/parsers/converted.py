@@ -55,8 +55,11 @@ Block = Sequence[Any]
 
 
 def escape_line(text: str) -> str:
-    """One line of extracted text as Markdown that reads, and displays, as exactly that text."""
-    line = _INLINE.sub(lambda m: "\\" + m[0], " ".join(text.split()))
+    """One line of extracted text as Markdown that reads, and displays, as exactly that text.
+
+    Cleaned first: a control character would become a space only after the escaping, and one at the
+    start of a line hid a marker behind it (``\\x08>`` was served as a quote, ``' >'``)."""
+    line = _INLINE.sub(lambda m: "\\" + m[0], " ".join(clean(text).split()))
     marker = _LINE_MARKER.match(line)
     if marker is not None:
         at = marker.end() if marker[0][0].isdigit() else 0
