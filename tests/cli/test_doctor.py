@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import sys
 from collections import namedtuple
@@ -22,8 +21,7 @@ from kbseek.config import Settings
 from kbseek.store.lock import WriterLock
 from kbseek.store.schema import SCHEMA_VERSION
 from tests.fakes import FakeEmbedder
-
-EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 
 
 def invoke(*args: str) -> Result:
@@ -44,7 +42,7 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 def example_kb(tmp_path: Path) -> Path:
     """A copy of the example knowledge base without any index a developer may have built in it."""
     root = tmp_path / "example kb"
-    shutil.copytree(EXAMPLE_KB, root, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, root)
     return root
 
 

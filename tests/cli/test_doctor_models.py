@@ -14,9 +14,9 @@ from kbseek.cli import cli
 from kbseek.cli.doctor.model_files import model_files
 from kbseek.embed import EmbedderSpec, pull_model
 from tests.fake_hub import FakeHub, serve_hub
+from tests.fixture_copies import example_copy
 from tests.tiny_models import write_encoder
 
-EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 NAME = "all-MiniLM-L6-v2"
 REPO = "Qdrant/all-MiniLM-L6-v2-onnx"
 
@@ -42,7 +42,7 @@ def doctor_model(tmp_path: Path, model: str) -> dict[str, str]:
     config = tmp_path / "kbseek.toml"
     config.write_text(f'[embed]\nprovider = "fastembed"\nmodel = "{model}"\n', encoding="utf-8")
     result: Result = CliRunner().invoke(
-        cli, ["doctor", "--kb", str(EXAMPLE_KB), "--config", str(config), "--json"]
+        cli, ["doctor", "--kb", str(example_copy(tmp_path)), "--config", str(config), "--json"]
     )
     found: dict[str, str] = next(c for c in json.loads(result.stdout) if c["name"] == "model")
     return found

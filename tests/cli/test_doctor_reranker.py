@@ -9,7 +9,6 @@ doctor itself never downloads.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import sys
 from collections.abc import Iterator
@@ -22,10 +21,10 @@ from kbseek.cli import cli
 from kbseek.cli.doctor.reranker import TEXTS, check_reranker
 from kbseek.rerank import RerankSpec
 from tests.fake_hub import FakeHub, serve_hub
+from tests.fixture_copies import copy_fixture, example_copy
 from tests.rerank_server import RerankServer, rerank_server
 from tests.tiny_models import write_cross_encoder
 
-EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 NAME = "Xenova/ms-marco-MiniLM-L-6-v2"
 """A cross-encoder fastembed knows; the fake Hub serves the tiny one under its repository."""
 AFTER = "; meanwhile searches keep the fused order"
@@ -41,7 +40,9 @@ def doctor(tmp_path: Path, rerank: str) -> tuple[Result, dict[str, dict[str, str
     """``kbseek doctor --json`` on the example knowledge base with this ``[rerank]`` table."""
     config = tmp_path / "kbseek.toml"
     config.write_text(f"semantic = false\n[rerank]\n{rerank}\n", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["doctor", "--kb", str(EXAMPLE_KB), "--config", str(config), "--json"])
+    result = CliRunner().invoke(
+        cli, ["doctor", "--kb", str(example_copy(tmp_path)), "--config", str(config), "--json"]
+    )
     return result, {c["name"]: c for c in json.loads(result.stdout)}
 
 
@@ -111,7 +112,7 @@ def hub(cross_encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     """A fake Hub serving :data:`NAME` (weights in ``onnx/``, as the real repository has them)."""
     pytest.importorskip("fastembed")
     repo = tmp_path / "repo"
-    shutil.copytree(cross_encoder, repo)
+    copy_fixture(cross_encoder, repo)
     (repo / "onnx").mkdir()
     (repo / "model.onnx").rename(repo / "onnx" / "model.onnx")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -7,7 +7,6 @@ and cross-encoder (tests/tiny_models.py) under the repositories of models fastem
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from kbseek.cli import cli
 from tests.fake_hub import FakeHub, serve_hub
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 from tests.tiny_models import write_cross_encoder, write_encoder
 
 pytest.importorskip("fastembed")
@@ -24,7 +24,6 @@ NAME = "all-MiniLM-L6-v2"
 REPO = "Qdrant/all-MiniLM-L6-v2-onnx"
 RERANKER = "Xenova/ms-marco-MiniLM-L-6-v2"
 """A cross-encoder fastembed knows; its repository is itself, with the weights in ``onnx/``."""
-EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +103,7 @@ def test_index_never_downloads_and_names_the_command_then_works_offline_once_pul
     hub: FakeHub, tmp_path: Path
 ) -> None:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb)
+    copy_fixture(EXAMPLE_KB, kb)
     config = tmp_path / "kbseek.toml"
     config.write_text(f'[embed]\nprovider = "fastembed"\nmodel = "{NAME}"\n', encoding="utf-8")
 
@@ -125,7 +124,7 @@ def test_index_never_downloads_and_names_the_command_then_works_offline_once_pul
 
 def test_a_cross_encoder_is_pulled_listed_and_reranks_a_search(hub: FakeHub, tmp_path: Path) -> None:
     kb = tmp_path / "kb"
-    shutil.copytree(EXAMPLE_KB, kb, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, kb)
     config = tmp_path / "kbseek.toml"
     config.write_text(
         f'semantic = false\n[rerank]\nprovider = "local"\nmodel = "{RERANKER}"\nbudget_s = 30\n',

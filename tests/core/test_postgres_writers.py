@@ -7,7 +7,6 @@ session lock held for the whole pass, not only for each document's transaction.
 
 from __future__ import annotations
 
-import shutil
 import socket
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.errors import IndexLocked
 from tests import postgres_server
+from tests.fixture_copies import copy_fixture
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 
@@ -34,7 +34,7 @@ def test_a_second_writer_on_another_copy_of_the_files_is_refused_for_the_whole_p
 ) -> None:
     name = postgres_server.kb_name("writers")
     elsewhere = tmp_path / "other-machine"
-    shutil.copytree(kb_root, elsewhere, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(kb_root, elsewhere)
     first, second = _writer(kb_root, name), _writer(elsewhere, name)
     refusals: list[str] = []
 

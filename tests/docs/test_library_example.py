@@ -8,10 +8,11 @@ of ``examples/kb``. It loads the real embedding model, as the example would.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.fixture_copies import copy_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ def test_the_readme_library_example_runs(tmp_path: Path, capsys: pytest.CaptureF
     code = library_example(ROOT / "README.md")
     assert '"~/notes"' in code and "from kbseek import KnowledgeBase" in code
     notes = tmp_path / "notes"
-    shutil.copytree(ROOT / "examples" / "kb", notes, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(ROOT / "examples" / "kb", notes)
     exec(compile(code.replace('"~/notes"', repr(str(notes))), "README.md", "exec"), {})
     printed = capsys.readouterr().out
     assert "runbooks/rollback.md" in printed

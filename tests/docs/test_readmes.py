@@ -84,3 +84,34 @@ def test_both_readmes_have_the_same_sections() -> None:
         for lang, path in READMES.items()
     }
     assert counts["en"] == counts["ja"], counts
+
+
+INSTALL_HEADINGS = {"en": "## Install", "ja": "## インストール"}
+
+
+def install_blocks(lang: str) -> list[list[str]]:
+    """The commands (comments dropped) of each ``bash`` block in the README's install section."""
+    text = READMES[lang].read_text(encoding="utf-8")
+    section = text.split(INSTALL_HEADINGS[lang] + "\n", 1)[1].split("\n## ", 1)[0]
+    return [
+        [line.split("  #", 1)[0].strip() for line in block.strip().splitlines()]
+        for block in re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    ]
+
+
+def test_both_install_sections_give_the_same_commands_in_the_same_order() -> None:
+    assert install_blocks("en") == install_blocks("ja")
+
+
+def test_the_first_install_commands_work_from_a_checkout_and_by_name_waits_for_a_release() -> None:
+    """Nothing is published yet: a command that installs ``kbseek`` by name answers "No matching
+    distribution", so the first block installs from the checkout (``.``), and the by-name commands
+    come after a sentence saying they need a release."""
+    first, *rest = install_blocks("en")
+    assert first[0] == "pip install ."
+    assert all(re.search(r"(?:^|\s)(?:--from )?'?\.(?:\[|\s|'|$)", cmd) for cmd in first), first
+    by_name = next(block for block in rest if "pip install kbseek" in block)
+    for lang, said in {"en": "Once a release is published", "ja": "リリースが公開された後"}.items():
+        text = READMES[lang].read_text(encoding="utf-8")
+        assert text.index(said) < text.index("pip install kbseek"), lang
+    assert by_name == ["pip install kbseek", "pipx install kbseek", "uvx kbseek serve --kb ~/notes"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from kbseek.embed import EmbedderSpec, find_model, inspect_model, make_embedder,
 from kbseek.embed import hub as hub_module
 from kbseek.errors import ConfigError, EmbedderUnavailable
 from tests.fake_hub import FakeHub, serve_hub
+from tests.fixture_copies import copy_fixture
 from tests.tiny_models import ENCODER_DIM, write_cross_encoder, write_encoder
 
 pytest.importorskip("fastembed")
@@ -74,7 +74,7 @@ def test_a_folder_that_asks_for_cls_pooling_gets_other_vectors_and_another_id(
     encoder: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "cls"
-    shutil.copytree(encoder, folder)
+    copy_fixture(encoder, folder)
     (folder / "1_Pooling").mkdir()
     (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}', encoding="utf-8")
     mean, cls = make_embedder(spec(str(encoder))), make_embedder(spec(str(folder)))

@@ -38,11 +38,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: make the tests' own stdlib-only helpers importable
+    sys.path.insert(0, str(ROOT))
+
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture  # noqa: E402
+
 PACKAGE = "kbseek"
 DIST = ROOT / "dist"
 WORK = ROOT / "build" / "wheel-smoke"
 VENV = WORK / "venv"
-KB_SOURCE = ROOT / "examples" / "kb"
 QUERY, EXPECTED_PATH = "rollback", "runbooks/rollback.md"
 
 
@@ -270,7 +274,7 @@ def install(wheel: Path) -> None:
 def index(kb: Path) -> None:
     if kb.exists():
         shutil.rmtree(kb)
-    shutil.copytree(KB_SOURCE, kb, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, kb)
     out = run(
         [str(venv_bin(PACKAGE)), "index", "--kb", str(kb)],
         WORK / "index.log",

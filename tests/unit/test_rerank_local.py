@@ -9,7 +9,6 @@ The tests skip only when fastembed (the ``kbseek[models]`` extra) is not install
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from kbseek.embed import pull_model, reranker_catalogue
 from kbseek.rerank import RerankFailed, RerankSpec, RerankStage, make_reranker
 from tests.conftest import write_notes
 from tests.fake_hub import FakeHub, serve_hub
+from tests.fixture_copies import copy_fixture
 from tests.tiny_models import write_cross_encoder
 
 NAME = "Xenova/ms-marco-MiniLM-L-6-v2"
@@ -47,7 +47,7 @@ def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hub_layout(model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny cross-encoder laid out as the Hub repository of :data:`NAME` is (``onnx/model.onnx``)."""
     folder = tmp_path_factory.mktemp("repo") / "ms-marco"
-    shutil.copytree(model_folder, folder)
+    copy_fixture(model_folder, folder)
     (folder / "onnx").mkdir()
     (folder / "model.onnx").rename(folder / "onnx" / "model.onnx")
     return folder

@@ -25,10 +25,10 @@ from pydantic import TypeAdapter
 from kbseek import KnowledgeBase
 from kbseek.responses import DocumentResponse, FetchResponse, SearchResponse, StatusResponse, TopicsResponse
 from kbseek.server.mcp import build_server, compact_schema, outline
+from tests.fixture_copies import EXAMPLE_KB
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kb"
 TYPICAL = (
     "how do I roll back a bad release",
     "rate limiting design",
@@ -49,7 +49,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     """The example notes, by keywords, indexed outside the example tree."""
-    kb = KnowledgeBase(EXAMPLES, index_dir=tmp_path_factory.mktemp("index"), semantic=False)
+    kb = KnowledgeBase(EXAMPLE_KB, index_dir=tmp_path_factory.mktemp("index"), semantic=False)
     kb.index()
     yield kb
     kb.close()
@@ -88,7 +88,7 @@ async def test_the_tool_list_is_at_most_8000_characters_as_the_client_receives_i
 async def test_a_default_search_answer_is_five_hits_in_at_most_2500_characters_of_text(
     tmp_path: Path,
 ) -> None:
-    kb = KnowledgeBase(EXAMPLES, index_dir=tmp_path)  # the default configuration: the bundled model
+    kb = KnowledgeBase(EXAMPLE_KB, index_dir=tmp_path)  # the default configuration: the bundled model
     try:
         kb.index()
         answers = await _default_answers(kb)

@@ -6,7 +6,6 @@ in the commit that does it.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from kbseek import KnowledgeBase
 from kbseek.cli.eval import load_golden, run_eval, summarize
 from kbseek.config import Settings
+from tests.fixture_copies import copy_fixture
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ FLOORS = {
 
 def test_the_example_golden_set_stays_above_its_floors(tmp_path: Path) -> None:
     root = tmp_path / "kb"
-    shutil.copytree(EXAMPLES / "kb", root, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLES / "kb", root)
     core = KnowledgeBase(settings=Settings(root=root))
     core.load_semantic()
     core.index()

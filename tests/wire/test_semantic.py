@@ -8,7 +8,6 @@ the other language) is in test_semantic_model.py.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +21,9 @@ from kbseek.config import Settings
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME
 from kbseek.server.mcp import build_server
 from tests.fakes import FakeEmbedder
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 
 pytestmark = pytest.mark.anyio
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
 
 @pytest.fixture
@@ -36,7 +34,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def example_root(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
-    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, root)
     return root
 
 

@@ -5,9 +5,7 @@ the fake embedder in test_semantic.py."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,11 +13,10 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import EmbedderSpec, make_embedder
 from kbseek.embed.base import Embedder
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 from tests.wire.test_semantic import paths, search
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
 
 @pytest.fixture
@@ -38,7 +35,7 @@ def embedder() -> Embedder:
 def hybrid(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[KnowledgeBase]:
     """One index of the example knowledge base for the module: these tests only search it."""
     root = tmp_path_factory.mktemp("semantic") / "kb"
-    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, root)
     core = KnowledgeBase(settings=Settings(root=root, freshness_interval_s=0.0), embedder=embedder)
     core.index()
     yield core

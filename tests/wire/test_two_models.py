@@ -5,9 +5,7 @@ index says which models made its vectors. docs/decisions/0013-two-dense-models.m
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -16,6 +14,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import EmbedderSpec, e5_onnx
 from kbseek.server.mcp import build_server
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 from tests.wire.test_semantic import paths, search
 
 pytestmark = [
@@ -27,8 +26,6 @@ pytestmark = [
     ),
 ]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kb"
-
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -38,7 +35,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     root = tmp_path_factory.mktemp("pair") / "kb"
-    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kbseek"))
+    copy_fixture(EXAMPLE_KB, root)
     settings = Settings(root=root, freshness_interval_s=0.0, embed=EmbedderSpec(provider="use+e5"))
     core = KnowledgeBase(settings=settings)
     core.load_semantic()
