@@ -8,6 +8,11 @@ which ``postgres.py`` computes FTS5's own BM25 (docs/decisions/0030).
 
 Like the SQLite index, this is derived data: an index of an older schema is dropped and rebuilt by
 the next pass, and one written by a newer kbseek is refused.
+
+The pgvector versions kbseek knows are here too (:data:`PGVECTOR_MINIMUM` and the features after
+it): the store refuses an older one when it opens, ``postgres_vectors`` uses a feature only where the
+installed version has it, and ``kbseek doctor`` reports the same verdicts. The installed version is
+read by :func:`pgvector_version` alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import shlex
+from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import sql
@@ -281,15 +288,136 @@ def display_url(url: str) -> str:
     return out
 
 
+# -- pgvector versions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class PgvectorVersion:
+    """A pgvector version as ``pg_extension.extversion`` gives it, ordered by its numbers."""
+
+    major: int
+    minor: int
+    patch: int = 0
+    text: str = field(default="", compare=False)
+    """The version as the server wrote it, shown in messages (``extversion`` is plain ``0.8.0``)."""
+
+    @classmethod
+    def parse(cls, text: str) -> PgvectorVersion:
+        """``0.8.0`` → (0, 8, 0). A string without leading numbers reads as 0.0.0 (older than every
+        feature, so refused with its own text in the message) rather than raising: it can only come
+        from a build kbseek cannot vouch for."""
+        found = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text)
+        if found is None:
+            return cls(0, 0, 0, text)
+        major, minor, patch = found.groups()
+        return cls(int(major), int(minor), int(patch or 0), text)
+
+    def __str__(self) -> str:
+        return self.text or f"{self.major}.{self.minor}.{self.patch}"
+
+
+PGVECTOR_MINIMUM = PgvectorVersion(0, 5, 0)
+"""The oldest pgvector an index opens with. 0.5.0 added the HNSW index type, which is what the
+approximate vector index is (``postgres_vectors``, decision 0032), with its ``hnsw.ef_search``
+setting, and fixed cosine distances out of range. On an older one the writer's index build fails
+(``access method "hnsw" does not exist``) after a whole pass, so the store refuses it when it opens,
+before anything is written, and says how to upgrade."""
+
+PGVECTOR_VALIDATES_SETTINGS = PgvectorVersion(0, 6, 0)
+"""0.6.0 builds HNSW indexes in parallel and rejects an ``hnsw.*`` setting it does not define (an
+error, where 0.5 ignored it): from here on, setting a later version's parameter breaks the
+statement, which is why each one is used only from its own version on."""
+
+PGVECTOR_HALFVEC = PgvectorVersion(0, 7, 0)
+"""0.7.0 added ``halfvec`` (half-precision vectors, half the index size), ``sparsevec`` and bit
+vectors. kbseek stores ``vector`` (float4) and uses none of them: a change that does must check this
+version first, as :data:`PGVECTOR_ITERATIVE_SCAN` is checked."""
+
+PGVECTOR_ITERATIVE_SCAN = PgvectorVersion(0, 8, 0)
+"""0.8.0 added iterative index scans (``hnsw.iterative_scan``, ``hnsw.max_scan_tuples``): a filtered
+graph search goes on past ``ef_search`` until it has the rows asked for. Before it,
+``postgres_vectors`` answers a large filtered search with one wider graph search, then exactly when
+that finds too few rows: slower, and as complete (``k`` allowed rows whenever there are ``k``)."""
+
+
+def pgvector_version(conn: psycopg.Connection[TupleRow]) -> PgvectorVersion | None:
+    """The ``vector`` extension's installed version in this database; ``None`` when it is not installed.
+
+    The one place the version is read, once when a store opens (:func:`extension_schema`), once per
+    connection by ``postgres_vectors``, and by ``kbseek doctor``; callers in other modules call it as
+    ``postgres_schema.pgvector_version`` so a test can stand another version in for all of them.
+    """
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return None if row is None else PgvectorVersion.parse(str(row[0]))
+
+
+def pgvector_shortfalls(version: PgvectorVersion) -> list[str]:
+    """What kbseek does less well with ``version`` than with the newest feature it uses: empty from
+    :data:`PGVECTOR_ITERATIVE_SCAN` on (and below :data:`PGVECTOR_MINIMUM`, which is refused)."""
+    if version < PGVECTOR_ITERATIVE_SCAN:
+        return [
+            f"it has no iterative index scans (pgvector {PGVECTOR_ITERATIVE_SCAN} added them), so a search "
+            "filtered by path or tag over many chunks takes a slower path: a wider graph search, then an "
+            "exact scan of the allowed chunks when that finds too few"
+        ]
+    return []
+
+
+def pgvector_upgrade(conn: psycopg.Connection[TupleRow], wanted: PgvectorVersion) -> str:
+    """How to get pgvector ``wanted`` or newer into this database: ``ALTER EXTENSION vector UPDATE``
+    when the server already has such a version (extensions are installed per server, updated per
+    database), else install a newer pgvector on the server first. Read-only: doctor words its fix so."""
+    row = conn.execute(
+        "SELECT current_database(), current_setting('server_version_num')::int / 10000,"
+        " (SELECT array_agg(version) FROM pg_available_extension_versions WHERE name = 'vector')"
+    ).fetchone()
+    assert row is not None
+    database, major = str(row[0]), int(row[1])
+    versions = [PgvectorVersion.parse(str(v)) for v in row[2] or ()]
+    newest = max(versions, default=None)
+    update = (
+        f"ALTER EXTENSION vector UPDATE; in the database {database} as the extension's owner or a superuser "
+        f"(for example psql -d {shlex.quote(database)} -c 'ALTER EXTENSION vector UPDATE')"
+    )
+    if newest is not None and newest >= wanted:
+        return f"the server has pgvector {newest}: run {update}"
+    has = f"the newest it has is {newest}" if newest is not None else "it has none installed"
+    return (
+        f"install pgvector {wanted} or newer on the database server ({has}): from the PostgreSQL "
+        f"project's apt repository (apt.postgresql.org, package postgresql-{major}-pgvector), a source "
+        "build (https://github.com/pgvector/pgvector#installation) or the platform's own package; "
+        f"then run {update}"
+    )
+
+
+def require_pgvector(conn: psycopg.Connection[TupleRow], *, location: str) -> PgvectorVersion | None:
+    """The installed pgvector, refused with :class:`ConfigError` below :data:`PGVECTOR_MINIMUM`
+    (naming both versions and the upgrade); ``None`` when the extension is not installed."""
+    version = pgvector_version(conn)
+    if version is None:
+        return None
+    if version < PGVECTOR_MINIMUM:
+        raise ConfigError(
+            f"the database {location} has pgvector {version}, and kbseek needs {PGVECTOR_MINIMUM} or newer "
+            f"(its HNSW index, which pgvector {PGVECTOR_MINIMUM} added); {pgvector_upgrade(conn, PGVECTOR_MINIMUM)}"
+        )
+    for shortfall in pgvector_shortfalls(version):
+        log.info("pgvector %s in %s: %s", version, location, shortfall)
+    return version
+
+
 # -- creating and checking the schema ------------------------------------------------------------------
 
 
 def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> None:
     """Check the knowledge base's schema, and create or rebuild it when it must change.
 
-    The common case, a schema of this version, writes nothing and takes no lock. Otherwise the setup
+    The common case, a schema of this version, writes nothing and takes no lock; the store's open then
+    checks pgvector's version through :func:`extension_schema`, as a reader's does. Otherwise the setup
     runs in one transaction under the setup lock, and the version is checked again inside it: another
-    process may be creating the same schema at the same moment.
+    process may be creating the same schema at the same moment. A pgvector older than
+    :data:`PGVECTOR_MINIMUM` (installed, or the one ``CREATE EXTENSION`` just installed) is refused
+    there before any table is written, and the transaction rolled back.
     """
     if schema_version(conn, schema, location=location) == SCHEMA_VERSION:
         return
@@ -297,6 +425,7 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
     try:
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, SETUP_LOCK))
         version = schema_version(conn, schema, location=location)
+        extension = _create_extension(conn, location) if version != SCHEMA_VERSION else None
         if version is not None and updated_in_place(version):
             log.info("index schema %s of %s is older than %s: adding its new tables", version, location,
                      SCHEMA_VERSION)  # fmt: skip
@@ -307,7 +436,6 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
                 "UPDATE meta SET value = %s WHERE key = %s", (str(SCHEMA_VERSION), META_SCHEMA_VERSION)
             )
         elif version != SCHEMA_VERSION:
-            _create_extension(conn, location)
             if version is not None:
                 log.warning(
                     "index schema %s of %s is older than %s: rebuilding the index",
@@ -323,7 +451,7 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
                     )
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
             conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
-                sql.Identifier(schema), sql.Identifier(extension_schema(conn) or "public")
+                sql.Identifier(schema), sql.Identifier(extension or "public")
             ))  # fmt: skip
             conn.execute(DDL)
             conn.execute(
@@ -378,22 +506,33 @@ def schema_version(conn: psycopg.Connection[TupleRow], schema: str, *, location:
     return version
 
 
-def extension_schema(conn: psycopg.Connection[TupleRow]) -> str | None:
-    """The schema holding pgvector's ``vector`` type, or ``None`` when the extension is not installed.
+def extension_schema(conn: psycopg.Connection[TupleRow], *, location: str | None = None) -> str | None:
+    """The schema holding pgvector's ``vector`` type, or ``None`` when the extension is not installed;
+    raises :class:`ConfigError` when the installed pgvector is older than :data:`PGVECTOR_MINIMUM`.
 
     The index's connections put it on their ``search_path`` after the knowledge base's own schema:
-    the extension lives wherever it was installed (``public`` by default, but not necessarily).
+    the extension lives wherever it was installed (``public`` by default, but not necessarily). Every
+    store open asks this once, a writer's after :func:`open_schema` and a reader's once it finds its
+    schema, so this is where both refuse a pgvector they could not search with, rather than failing
+    at the first index build or search as a bug. ``location`` names the database in that message
+    (by default, the connection's, without its password).
     """
     row = conn.execute(
         "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
         " WHERE e.extname = 'vector'"
     ).fetchone()
-    return str(row[0]) if row else None
+    if row is None:
+        return None
+    require_pgvector(conn, location=location or display_url(conn.info.dsn))
+    return str(row[0])
 
 
-def _create_extension(conn: psycopg.Connection[TupleRow], location: str) -> None:
-    if extension_schema(conn) is not None:
-        return
+def _create_extension(conn: psycopg.Connection[TupleRow], location: str) -> str | None:
+    """Create pgvector's extension unless it is there; the schema it is in (:func:`extension_schema`,
+    which refuses it when too old, whether it was there or has just been created)."""
+    found = extension_schema(conn, location=location)
+    if found is not None:
+        return found
     try:
         conn.execute("SAVEPOINT extension")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -409,6 +548,7 @@ def _create_extension(conn: psycopg.Connection[TupleRow], location: str) -> None
             f"the PostgreSQL server of {location} does not have pgvector installed "
             f"({exc.diag.message_primary or exc}); install pgvector on the server, or use another one"
         ) from exc
+    return extension_schema(conn, location=location)
 
 
 def _int_or_none(value: object) -> int | None:

@@ -15,10 +15,17 @@ so the planner picks the index, and only when :func:`index_ready` says it is val
 Vectors are keyed by content hash and several chunks may share one: the index finds hashes, a join
 turns them into chunk rowids, and only hashes some chunk (an allowed one, with a filter) still uses
 are taken, so an orphan vector awaiting ``prune`` never takes a place in the top k.
+
+What the statements use depends on the installed pgvector (``postgres_schema``: the minimum and
+what each later version adds): the HNSW index from 0.5.0, which every open store has; iterative
+index scans only from 0.8.0 (:func:`nearest` says what happens before).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import weakref
 from collections.abc import Collection
 from typing import Any
 
@@ -27,7 +34,12 @@ import psycopg
 from pgvector import Vector
 from psycopg.rows import TupleRow
 
+from kbseek.store import postgres_schema
+from kbseek.store.postgres_schema import PGVECTOR_ITERATIVE_SCAN, PGVECTOR_MINIMUM, PgvectorVersion
+
 Conn = psycopg.Connection[TupleRow]
+
+log = logging.getLogger(__name__)
 
 INDEX_PREFIX = "embeddings_hnsw_"
 """Every approximate index is named this plus its dimension, so one of another dimension is found."""
@@ -50,6 +62,12 @@ found by primary key); a larger one scans the graph iteratively, keeping allowed
 MAX_SCAN_TUPLES = 40_000
 """How many graph entries one iterative scan may visit before it gives up; a filtered search that
 found fewer than it asked for is then answered exactly over the allowed chunks."""
+
+_NO_PGVECTOR = PgvectorVersion(0, 0, 0, "none")
+# The version each connection read (:func:`installed_version`), forgotten with the connection: the
+# pool's threads share this, hence the lock.
+_versions: weakref.WeakKeyDictionary[Conn, PgvectorVersion] = weakref.WeakKeyDictionary()
+_versions_lock = threading.Lock()
 
 BUILD_MEMORY_MB = 4_096
 """``maintenance_work_mem`` raised to this (never lowered) for the build's own session: a graph that
@@ -85,6 +103,26 @@ def index_ready(conn: Conn, dim: int) -> bool:
     return vector_indexes(conn).get(dim, False)
 
 
+def installed_version(conn: Conn) -> PgvectorVersion:
+    """The pgvector this connection's database has, read once per connection.
+
+    Read through ``postgres_schema.pgvector_version``, the one function that reads it (a test stands
+    another version in there). The store refused a version below the minimum when it opened, so this
+    only decides which features a statement may use; an extension updated meanwhile is seen by the
+    pool's next connections. Not installed reads as 0.0.0: nothing but the exact scan.
+    """
+    with _versions_lock:
+        known = _versions.get(conn)
+    if known is not None:
+        return known
+    found = postgres_schema.pgvector_version(conn)
+    if found is None:
+        return _NO_PGVECTOR
+    with _versions_lock:
+        _versions[conn] = found
+    return found
+
+
 def nearest(
     conn: Conn,
     query: np.ndarray,
@@ -93,24 +131,43 @@ def nearest(
     allowed: Collection[int] | None = None,
     ef_search: int = EF_SEARCH,
     approximate: bool | None = None,
+    pgvector: PgvectorVersion | None = None,
 ) -> list[tuple[int, float]]:
     """At most ``k`` (chunk rowid, cosine) best first, ties by rowid; with ``allowed``, only those rowids.
 
     ``approximate``: ``None`` uses the index when a valid one of the query's dimension exists;
     ``False`` is always exact (the benchmark's baseline). The cosine is the float32 dot product of
     the stored vector with the query, computed here as ``search.dense`` computes it, so a score does
-    not depend on which path found the row.
+    not depend on which path found the row. ``pgvector``: the installed version, when the caller
+    read it at open; else :func:`installed_version` reads it for this connection.
+
+    A filter allowing more than :data:`EXACT_FILTER_MAX` chunks is searched in the graph. From
+    pgvector 0.8.0 the scan is iterative: it goes on until it has ``k`` allowed rows (or
+    :data:`MAX_SCAN_TUPLES`). Before 0.8.0 (``hnsw.iterative_scan`` does not exist, and setting it
+    fails from 0.6.0 on) one scan gives at most ``ef_search`` rows, of which the filter may keep
+    fewer than ``k``; so it runs once at the widest breadth pgvector allows (:data:`EF_SEARCH_MAX`),
+    and when that still finds too few, the search is answered exactly over the allowed chunks, as
+    an iterative scan that gives up is. Either way only allowed rows come back, ``k`` of them
+    whenever ``k`` are allowed, as near as the graph finds them; a selective filter pays a graph
+    search and a scan. Answering every such filter exactly was the other choice: correct too, but
+    it reads every allowed chunk's vector (more than :data:`EXACT_FILTER_MAX`) for each search,
+    where a filter keeping much of the knowledge base is answered from the graph alone.
     """
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     dim = len(q)
     if k <= 0 or dim == 0 or (allowed is not None and not allowed):
         return []
     wanted = None if allowed is None else sorted({int(r) for r in allowed})
+    version = installed_version(conn) if pgvector is None else pgvector
+    iterative = version >= PGVECTOR_ITERATIVE_SCAN
     with conn.transaction():
         use_index = index_ready(conn, dim) if approximate is None else approximate
         rows: list[TupleRow] | None = None
-        if use_index and (wanted is None or len(wanted) > EXACT_FILTER_MAX):
-            rows = _approximate_rows(conn, q, k, wanted, min(max(ef_search, k), EF_SEARCH_MAX))
+        if use_index and version >= PGVECTOR_MINIMUM and (wanted is None or len(wanted) > EXACT_FILTER_MAX):
+            breadth = ef_search if wanted is None or iterative else EF_SEARCH_MAX
+            rows = _approximate_rows(
+                conn, q, k, wanted, min(max(breadth, k), EF_SEARCH_MAX), iterative=iterative
+            )
         if rows is None:
             rows = _exact_rows(conn, q, k, wanted)
     return _scored(rows, q, k)
@@ -128,16 +185,20 @@ def _exact_rows(conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None) -> 
 
 
 def _approximate_rows(
-    conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None, ef_search: int
+    conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None, ef_search: int, *, iterative: bool
 ) -> list[TupleRow] | None:
     """The chunks of the ``k`` nearest used hashes by the graph; ``None`` when a filtered scan gave
-    up before finding ``k`` (the caller answers exactly instead)."""
+    up before finding ``k`` (the caller answers exactly instead). ``iterative``: pgvector has
+    iterative index scans (0.8.0), whose settings may then be set; an older one rejects them."""
     dim = len(q)
-    conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-        " set_config('hnsw.max_scan_tuples', %s, true)",
-        (str(ef_search), str(MAX_SCAN_TUPLES)),
-    )
+    if iterative:
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.max_scan_tuples', %s, true)",
+            (str(ef_search), str(MAX_SCAN_TUPLES)),
+        )
+    else:
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
     params: dict[str, Any] = {"q": Vector(q), "k": k, "allowed": wanted}
     statement = approximate_statement(dim, filtered=wanted is not None)
     with conn.cursor(binary=True) as cur:
@@ -198,6 +259,12 @@ def build_index(conn: Conn, dim: int, lock: tuple[int, int]) -> bool:
 
 
 def _build(conn: Conn, dim: int) -> bool:
+    version = installed_version(conn)
+    if version < PGVECTOR_MINIMUM:  # no HNSW: the store refuses this at open; never build a failing index
+        log.warning(
+            "pgvector %s has no HNSW index (%s added it): searching exactly", version, PGVECTOR_MINIMUM
+        )
+        return False
     for other, valid in vector_indexes(conn).items():
         if other != dim or not valid:
             conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(other)}")

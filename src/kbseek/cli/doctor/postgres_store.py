@@ -28,13 +28,19 @@ from psycopg.rows import TupleRow
 from kbseek.cli.doctor.result import CheckResult, guarded, index_verdict
 from kbseek.cli.doctor.system import human_bytes
 from kbseek.errors import ConfigError
+from kbseek.store import postgres_schema
 from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
+    PGVECTOR_ITERATIVE_SCAN,
+    PGVECTOR_MINIMUM,
+    SCHEMA_PREFIX,
     SCHEMA_VERSION,
     TABLES,
     display_url,
     lock_key,
+    pgvector_shortfalls,
+    pgvector_upgrade,
     schema_name,
 )
 from kbseek.store.schema import META_SCHEMA_VERSION, index_meta
@@ -57,22 +63,50 @@ PERMISSIONS_ELSEWHERE = CheckResult(
 )  # fmt: skip
 
 
+FOLDER = "<folder>"
+"""Where the notes' folder goes in a suggested command when doctor was not given one: a placeholder
+the person must replace (the shell refuses it as it stands), never a guess that would index the
+wrong folder."""
+
+LISTED_KBS = 20
+"""At most this many of the knowledge bases a database holds are named when the one asked for is not
+there: enough to see a typo, short enough to read."""
+
+
 @dataclass(frozen=True)
 class IndexCommand:
-    """The ``kbseek index`` line to suggest, and what to say beside it when it cannot carry the password."""
+    """The ``kbseek index`` line to suggest, and what to say beside it when it cannot carry the password.
+
+    Every command doctor suggests runs as printed, except for :data:`FOLDER`: without ``--kb`` (a
+    reader's machine, which has only the database) the index cannot be built here, so the line is
+    for the machine that has the notes, and the words around it say so.
+    """
 
     line: str
     note: str = ""
+    has_folder: bool = True
+
+    @property
+    def serve_line(self) -> str:
+        """The ``kbseek serve`` line with the same options: a writer that indexes in the background."""
+        return self.line.replace("kbseek index", "kbseek serve", 1)
 
     def run(self, extra: str = "") -> str:
-        return f"run `{self.line}{extra}`{self.note}"
+        if self.has_folder:
+            return f"run `{self.line}{extra}`{self.note}"
+        return (
+            "the index is built on the machine that has the notes' folder (doctor was given no --kb): "
+            f"there, run `{self.line}{extra}` with {FOLDER} replaced by that folder{self.note}"
+        )
 
 
 def index_command(parts: list[str], url: str, kb_name: str, *, url_given: bool) -> IndexCommand:
     """``parts`` (``kbseek index --kb …``) with the database and the knowledge base's name.
 
     A URL given on the command line is repeated without its password, and the note says so; one from
-    the config is left to the config, which the command reads again.
+    the config is left to the config, which the command reads again. ``parts`` without ``--kb`` (no
+    folder here) get ``--kb`` and :data:`FOLDER` after ``kbseek index``: ``kbseek index`` refuses to
+    run without a folder, so a line without one could never run as printed.
     """
     extra = ["--kb-name", kb_name]
     note = ""
@@ -80,7 +114,10 @@ def index_command(parts: list[str], url: str, kb_name: str, *, url_given: bool) 
         extra = ["--store", display_url(url), *extra]
         if _password_of(url):
             note = " (with the password put back into the --store URL, or set in PGPASSWORD)"
-    return IndexCommand(shlex.join([*parts, *extra]), note)
+    if "--kb" in parts:
+        return IndexCommand(shlex.join([*parts, *extra]), note)
+    head, rest = parts[:2], [*parts[2:], *extra]
+    return IndexCommand(f"{shlex.join(head)} --kb {FOLDER} {shlex.join(rest)}", note, has_folder=False)
 
 
 def postgres_checks(
@@ -105,7 +142,7 @@ def postgres_checks(
         )]  # fmt: skip
     with conn:
         location = display_url(url)
-        results.append(guarded("pgvector", lambda: check_pgvector(conn)))
+        results.append(guarded("pgvector", lambda: check_pgvector(conn, command)))
         try:
             if kb_name is None:
                 raise ConfigError("no knowledge-base name given, and no folder to take one from")
@@ -171,18 +208,34 @@ def check_database(url: str, *, timeout: float = CONNECT_TIMEOUT_S) -> tuple[Che
     return CheckResult("database", "ok", detail), conn
 
 
-def check_pgvector(conn: Conn) -> CheckResult:
-    """Is pgvector's ``vector`` extension in this database, and if not, who can add it and how.
+def check_pgvector(conn: Conn, command: IndexCommand | None = None) -> CheckResult:
+    """Is pgvector's ``vector`` extension in this database, is it new enough, and if not, who can add
+    or update it and how.
 
-    The first ``kbseek index`` creates it when its user may; otherwise a person with the right has to,
-    once per database (extensions are per database, not per server).
+    The first ``kbseek index`` creates it when its user may (``command``, when given, is that line);
+    otherwise a person with the right has to, once per database (extensions are per database, not per
+    server). Installed, its version is judged as the store judges it when it opens: below
+    ``PGVECTOR_MINIMUM`` fails (the store refuses it), short of a feature kbseek uses warns, else ok.
     """
-    row = conn.execute(
-        "SELECT e.extversion, n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-        " WHERE e.extname = 'vector'"
-    ).fetchone()
-    if row is not None:
-        return CheckResult("pgvector", "ok", f"extension vector {row[0]} installed (in schema {row[1]})")
+    version = postgres_schema.pgvector_version(conn)  # the module's, so a test's stand-in is seen here
+    if version is not None:
+        where = _one(conn, (
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+            " WHERE e.extname = 'vector'"
+        ))  # fmt: skip
+        found = f"extension vector {version} installed (in schema {where})"
+        if version < PGVECTOR_MINIMUM:
+            return CheckResult(
+                "pgvector", "fail", f"{found}: kbseek needs pgvector {PGVECTOR_MINIMUM} or newer (its HNSW "
+                "index), and refuses to index or serve with this one", pgvector_upgrade(conn, PGVECTOR_MINIMUM),
+            )  # fmt: skip
+        shortfalls = pgvector_shortfalls(version)
+        if shortfalls:
+            return CheckResult(
+                "pgvector", "warn", f"{found}; {'; '.join(shortfalls)}",
+                f"for the faster path, {pgvector_upgrade(conn, PGVECTOR_ITERATIVE_SCAN)}",
+            )  # fmt: skip
+        return CheckResult("pgvector", "ok", found)
     database = str(_one(conn, "SELECT current_database()"))
     create = f"CREATE EXTENSION vector; in the database {database} (for example psql -d {shlex.quote(database)} " \
         "-c 'CREATE EXTENSION vector')"  # fmt: skip
@@ -197,7 +250,7 @@ def check_pgvector(conn: Conn) -> CheckResult:
             "install pgvector on the database server (https://github.com/pgvector/pgvector#installation), "
             f"then have a superuser run {create}",
         )  # fmt: skip
-    version, trusted = str(available[0]), bool(available[1])
+    offered, trusted = str(available[0]), bool(available[1])
     superuser = _one(conn, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
     may_create = _one(conn, "SELECT has_database_privilege(current_database(), 'CREATE')")
     who = "a superuser or, as it is trusted here, a user with CREATE on the database such as its owner" \
@@ -205,13 +258,14 @@ def check_pgvector(conn: Conn) -> CheckResult:
     if superuser or (trusted and may_create):
         return CheckResult(
             "pgvector", "warn",
-            f"the extension vector {version} is available but not installed in {database}; the first "
+            f"the extension vector {offered} is available but not installed in {database}; the first "
             "`kbseek index` creates it, as this user may",
-            f"run kbseek index, or create it now: {create}",
+            f"{command.run() if command is not None else 'the first kbseek index creates it'}, or create it "
+            f"now: {create}",
         )  # fmt: skip
     return CheckResult(
         "pgvector", "fail",
-        f"the extension vector {version} is available but not installed in {database}, and this user "
+        f"the extension vector {offered} is available but not installed in {database}, and this user "
         "cannot create it",
         f"creating it needs {who}: have one run {create}",
     )  # fmt: skip
@@ -237,9 +291,13 @@ def check_schema(
     }
     if not exists or not tables:
         found = "no schema" if not exists else "an empty schema"
+        held = kb_names(conn)
+        there = "" if command.has_folder else " there"
+        meant = "; if you meant one the database holds, pass its name with --kb-name" if held else ""
         return CheckResult(
-            "index", "warn", f"the knowledge base was never indexed in this database ({found} {schema} in {location})",
-            f"{command.run()}; or start `kbseek serve` with the same options, which indexes in the background",
+            "index", "warn", f"the knowledge base was never indexed in this database ({found} {schema} in "
+            f"{location}); {_held(held)}",
+            f"{command.run()}; or start `{command.serve_line}`{there}, which indexes in the background{meant}",
         )  # fmt: skip
     drop = f"choose another --kb-name, or drop the schema {schema} if nothing else uses it"
     foreign = tables - set(TABLES)
@@ -340,6 +398,28 @@ def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
 # -- helpers -----------------------------------------------------------------------------------------
 
 
+def kb_names(conn: Conn) -> list[str]:
+    """The knowledge bases this database holds, by name: the schemas kbseek created (its prefix and
+    a ``meta`` table, which it creates with every schema), read from the catalogs alone."""
+    rows = conn.execute(
+        "SELECT n.nspname FROM pg_namespace n WHERE starts_with(n.nspname, %s) AND EXISTS"
+        " (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid AND c.relname = 'meta' AND c.relkind = 'r')"
+        ' ORDER BY n.nspname COLLATE "C"',
+        (SCHEMA_PREFIX,),
+    ).fetchall()
+    return [str(r[0])[len(SCHEMA_PREFIX) :] for r in rows]
+
+
+def _held(names: list[str]) -> str:
+    """The knowledge bases a database holds (:func:`kb_names`), in words, so that a misspelt
+    --kb-name shows beside the right one."""
+    if not names:
+        return "the database holds no kbseek knowledge base yet"
+    shown = ", ".join(names[:LISTED_KBS])
+    more = f" and {len(names) - LISTED_KBS} more" if len(names) > LISTED_KBS else ""
+    return f"the database holds {len(names)} knowledge base{'s' if len(names) != 1 else ''}: {shown}{more}"
+
+
 def _application() -> str:
     """How doctor's connection shows in ``pg_stat_activity``: like a kbseek writer's, with ``doctor``."""
     return f"kbseek doctor pid {os.getpid()} on {socket.gethostname()}"[:63]
@@ -380,5 +460,5 @@ def _no_privilege(schema: str, exc: psycopg.Error) -> CheckResult:
 def _busy(where: str) -> CheckResult:
     return CheckResult(
         "index", "warn", f"{where} is busy: a writer holds its tables (a rebuild or an upgrade in progress?)",
-        "run kbseek doctor again in a minute; the writer lock check names the writer",
+        "run the same kbseek doctor command again in a minute; the writer lock check names the writer",
     )  # fmt: skip
