@@ -43,8 +43,11 @@ def standby_url() -> Iterator[str]:
     folder.chmod(0o777)
     data = folder / "data"
     bin_dir = _binaries()
+    # --checkpoint=fast: the default spreads the backup's starting checkpoint over minutes once
+    # earlier tests have left the shared server with many dirty pages.
     subprocess.run(
-        [str(bin_dir / "pg_basebackup"), "-D", str(data), "-R", "-X", "stream", "-h", socket_dir, "-U", "postgres"],
+        [str(bin_dir / "pg_basebackup"), "-D", str(data), "-R", "-X", "stream", "--checkpoint=fast",
+         "-h", socket_dir, "-U", "postgres"],
         check=True, user=user, capture_output=True, timeout=120,
     )  # fmt: skip
     for copied in data.glob(".s.PGSQL.*"):  # the primary's socket lock, copied with its data folder

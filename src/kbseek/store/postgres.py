@@ -58,6 +58,7 @@ from kbseek.store.postgres_schema import (
     schema_name,
     schema_version,
 )
+from kbseek.store.postgres_statistics import refresh_statistics
 from kbseek.store.postgres_writer import PostgresWriter, fold_tag
 from kbseek.store.schema import index_meta, unpack_text
 
@@ -103,6 +104,8 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         self._lock_key = lock_key(self.schema)
         self._lock_wait = lock_wait
         self._write_lock = threading.Lock()
+        self._changed_in_pass = 0
+        """Documents written or deleted by this pass's transactions so far (``postgres_statistics``)."""
         self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._absent = False
         self._pool: Connections | None = None
@@ -175,6 +178,12 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
                 writer = PostgresWriter(conn)
                 yield writer
                 writer.finish()  # the statistics it moved, once per transaction
+                self._changed_in_pass += writer.documents_changed
+                if (
+                    writer.pass_recorded
+                ):  # the planner's statistics arrive with the pass (postgres_statistics)
+                    refresh_statistics(conn, changed_documents=self._changed_in_pass)
+                    self._changed_in_pass = 0
             except BaseException:
                 try:
                     conn.execute("ROLLBACK")

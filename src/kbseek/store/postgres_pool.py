@@ -30,7 +30,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
 
-__all__ = ["BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "setup_connection"]
+__all__ = [
+    "BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "no_jit", "setup_connection",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,19 @@ by up to half of this; once the slots are given up, each read that finds the poo
 attempt at once, so the pool never stops trying while kbseek is asked for something."""
 
 
+def no_jit(conn: Conn) -> None:
+    """Turn PostgreSQL's JIT compiler off for this session.
+
+    kbseek's statements are short: a search's BM25 query reads a few postings and answers in a
+    millisecond. A stock server (Debian's, with ``jit = on``) JIT-compiles any plan whose *estimated*
+    cost passes ``jit_above_cost`` (100,000), and an estimate made before the tables were analyzed
+    can be millions: compiling then took 440 of a search's 472 ms. No query of kbseek's gains from
+    JIT, so its sessions never use it, whatever the server's setting; ``SET`` is used rather than a
+    startup option because connection poolers refuse unknown startup options.
+    """
+    conn.execute("SET jit = off")
+
+
 @contextmanager
 def setup_connection(url: str, *, application: str, location: str) -> Iterator[Conn]:
     """A connection of its own for creating or checking the schema, before the pool exists.
@@ -82,11 +97,11 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
     try:
         options = bounded_options(url)
         with psycopg.connect(url, autocommit=True, application_name=application, **options) as conn:
+            no_jit(conn)
             yield conn
     except psycopg.OperationalError as exc:  # libpq's messages never quote the password
         raise ConfigError(
-            f"cannot connect to the index database {location}: {str(exc).strip()}; "
-            "check the URL and that the server is running"
+            f"cannot connect to the index database {location}: {str(exc).strip()}; {connect_hint(exc)}"
         ) from exc
     except psycopg.ProgrammingError:
         # libpq's complaint about a malformed string quotes a piece of it, which may be the
@@ -95,6 +110,21 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
             "the index database URL is not a PostgreSQL connection string; write it as "
             "postgresql://user:password@host:port/database"
         ) from None
+
+
+PASSWORD_HINT = (
+    "check the password: kbseek takes it from the URL (postgresql://user:password@host/db), the "
+    "PGPASSWORD environment variable or ~/.pgpass, in that order, as every PostgreSQL client does"
+)
+
+
+def connect_hint(exc: BaseException) -> str:
+    """What to do about a failed connection: the password's sources when the server refused the
+    password (or was sent none), else the URL and the server."""
+    text = str(exc).lower()
+    if "password" in text or "authentication failed" in text:
+        return PASSWORD_HINT
+    return "check the URL and that the server is running"
 
 
 def bounded_options(url: str) -> dict[str, Any]:
@@ -212,6 +242,7 @@ class Connections:
 
     def _configure(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, self._search_path)))
+        no_jit(conn)
         register_vector(conn)
 
     def _unavailable(self, cause: str, *, lost: bool = False) -> StoreUnavailable:

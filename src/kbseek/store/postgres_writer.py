@@ -69,6 +69,10 @@ class PostgresWriter:
         """Chunks gained (or lost, negative) per term in this transaction, not yet written."""
         self._chunks = 0
         self._terms = 0
+        self.documents_changed = 0
+        """Documents written or deleted in this transaction (what makes statistics stale)."""
+        self.pass_recorded = False
+        """This transaction records a finished pass: the moment to bring statistics up to date."""
 
     def finish(self) -> None:
         """Write the collection statistics this transaction moved; called once, just before COMMIT.
@@ -101,6 +105,7 @@ class PostgresWriter:
     def write_document(self, document: DocumentInput, *, replaces: int | None) -> int:
         conn = self._conn
         now = time.time()
+        self.documents_changed += 1
         values = (
             document.path, document.parser, document.size, document.chars, document.mtime_ns,
             document.content_hash, to_bytes(document.title),
@@ -264,6 +269,7 @@ class PostgresWriter:
         )
 
     def delete_document(self, document_id: int) -> None:
+        self.documents_changed += 1
         self._retire_chunks(document_id, time.time())
         self._conn.execute("DELETE FROM documents WHERE id = %s", (document_id,))
 
@@ -386,6 +392,7 @@ class PostgresWriter:
         for key, value in rows.items():
             self._set_meta(key, value)
         self._conn.execute("SELECT pg_notify(current_schema(), %s)", (rows[META_PASSES],))
+        self.pass_recorded = True
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:
         for key, value in embedding_meta(embedding).items():
