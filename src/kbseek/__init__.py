@@ -41,6 +41,7 @@ from kbseek.errors import (
     StoreUnavailable,
     TopicNotFound,
     UnsupportedExtension,
+    WrittenElsewhere,
 )
 from kbseek.kb import KnowledgeBase
 from kbseek.library import Library
@@ -115,4 +116,5 @@ __all__ = [
     "TopicNotFound",
     "TopicsResponse",
     "UnsupportedExtension",
+    "WrittenElsewhere",
 ]

@@ -11,6 +11,7 @@ it is given::
     ├── ConfigError            bad config file, unknown key, bad value, missing knowledge-base folder
     ├── IndexIncompatible      index built by another schema or embedding model
     ├── IndexLocked            another process is writing the same index
+    │   └── WrittenElsewhere       a shared index is written from another folder or machine
     ├── IndexReadOnly          a knowledge base opened to read only was asked to index
     ├── StoreUnavailable       the index database cannot be reached or its connection was lost
     ├── EmbedderUnavailable    the embedding model cannot be loaded or reached
@@ -62,6 +63,12 @@ class IndexIncompatible(KbError):
 
 class IndexLocked(KbError):
     """Another kbseek process holds the writer lock on this index."""
+
+
+class WrittenElsewhere(IndexLocked):
+    """A knowledge base in a shared store is written from another folder (or machine) than this
+    writer's: indexing here would replace its documents with this folder's, so it is refused unless
+    the caller takes the knowledge base over on purpose (``--take-over``)."""
 
 
 class IndexReadOnly(KbError):

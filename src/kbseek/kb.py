@@ -68,13 +68,11 @@ class KnowledgeBase:
         """Open the knowledge base at ``root`` (``~`` is expanded), creating its index folder.
 
         ``config``: a ``kbseek.toml`` to read (and re-read when it changes); it may name the root.
-        ``index_dir``: where the index lives (default ``<root>/.kbseek``, or the user cache dir for a
-        folder you cannot write). ``semantic=False``: keywords only, no model. ``settings``: already
-        resolved settings instead of the four above. ``embedder``: a model of your own (tests).
-        ``read_only``: only look (``kbseek status``, ``get``): create nothing, run no pass. ``store``,
-        ``kb_name``: a PostgreSQL URL to keep the index in (``[store]``), and the name in it.
-        Raises :class:`~kbseek.errors.ConfigError`, saying what to change, before touching anything
-        when the root is missing or the configuration is wrong (an unknown key, parser or value)."""
+        ``index_dir``: the index's folder (default ``<root>/.kbseek``, or the user cache dir for a folder
+        you cannot write). ``semantic=False``: keywords only. ``settings``: resolved settings instead of
+        those four. ``embedder``: a model of your own (tests). ``read_only``: only look, create nothing.
+        ``store``, ``kb_name``: a PostgreSQL URL to keep the index in (``[store]``), and the name in it.
+        Raises :class:`~kbseek.errors.ConfigError`, saying what to change, before touching anything."""
         self._live = LiveConfig.resolve(
             root, config=config, index_dir=index_dir, semantic=semantic, settings=settings,
             store_url=store, kb_name=kb_name,
@@ -126,8 +124,7 @@ class KnowledgeBase:
         return self._live.settings.root
 
     @property
-    def index_path(self) -> str:
-        """Where the index lives, as a person would name it in a message (the SQLite file today)."""
+    def index_path(self) -> str:  # where the index lives, as a message names it (file or database)
         return self.store.location
 
     @property
@@ -135,9 +132,9 @@ class KnowledgeBase:
         """What the last finished pass did, whoever started it."""
         return self._runner.last_report
 
-    @property
-    def watcher_state(self) -> str:
-        return self._runner.watcher_state
+    watcher_state = property(
+        lambda self: self._runner.watcher_state, doc="The file watcher's state, in words."
+    )
 
     @property
     def semantic_error(self) -> str | None:
@@ -146,8 +143,7 @@ class KnowledgeBase:
 
     @property
     def model_mismatch(self) -> bool:
-        """True while the index holds vectors of another model: passes switch it to the configured one
-        in the background (decision 0040), and ``index(reembed=True)`` drops them at once."""
+        """The index holds another model's vectors: passes switch them (0040); ``reembed`` drops them."""
         return self._semantic.switching_from is not None
 
     def summary(self) -> IndexSummary:
@@ -171,17 +167,23 @@ class KnowledgeBase:
         prune_disabled: bool = True,
         embed: bool = True,
         reembed: bool = False,
+        take_over: bool = False,
     ) -> IndexReport:
         """Bring the index in line with the files: one incremental pass (after a running one finishes).
 
-        ``progress`` receives the snapshots ``status`` shows. ``embed=False``: no vectors (a later pass
-        embeds). ``reembed`` drops every vector first (else a change of model is made in the background
-        while the old vectors answer, decision 0040). ``prune_disabled=False`` keeps rows of formats no
-        longer enabled. Raises :class:`~kbseek.errors.IndexLocked` when another process writes it."""
+        ``progress`` gets ``status``'s snapshots. ``embed=False``: no vectors yet. ``reembed``: drop every
+        vector first (else a model change runs in the background, decision 0040). ``prune_disabled=False``
+        keeps disabled formats' rows. Raises ``IndexLocked`` when another process writes it; its
+        ``WrittenElsewhere`` for a shared index written from another folder, unless ``take_over``."""
         load = self._semantic.ensure_loaded if embed and not self.read_only else None
         return self._runner.index(
-            progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed, load_model=load
-        )
+            progress=progress, prune_disabled=prune_disabled, embed=embed, reembed=reembed, load_model=load,
+            take_over=take_over,
+        )  # fmt: skip
+
+    def claim_writer(self, *, take_over: bool = False) -> str | None:
+        """A serving writer's start: keep a shared index's writer lock while serving (``IndexRunner``)."""
+        return self._runner.claim_writer(take_over=take_over)
 
     def refresh(self) -> None:
         """Index files changed since the last look, if any; never waits for a running pass (T10)."""

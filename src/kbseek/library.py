@@ -135,6 +135,10 @@ class Library:
         for kb in self._kbs.values():
             kb.start_background()
 
+    def claim_writer(self, *, take_over: bool = False) -> str | None:
+        replaced = [kb.claim_writer(take_over=take_over) for kb in self._kbs.values()]
+        return "; ".join(r for r in replaced if r) or None
+
     def start_watching(self) -> None:
         for kb in self._kbs.values():
             kb.start_watching()

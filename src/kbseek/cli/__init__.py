@@ -173,10 +173,16 @@ def _summary(report: IndexReport, kb: KnowledgeBase) -> str:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show no progress; print only the summary.")
 @click.option(
+    "--take-over", "take_over", is_flag=True,
+    help="Make this folder the source of a shared (--store) knowledge base recorded as written from another.",
+)  # fmt: skip
+@click.option(
     "--progress-interval", type=click.FloatRange(min=0), default=5.0, envvar="KBSEEK_PROGRESS_INTERVAL",
     hidden=True, help="Seconds between progress lines when stderr is not a terminal.",
 )  # fmt: skip
-def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress_interval: float) -> None:
+def index(
+    kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, take_over: bool, progress_interval: float
+) -> None:
     """Build or update the index (incremental: only changed files are read).
 
     Progress goes to stderr, phase by phase (scan, parse, embed) with counts, rate and ETA: a bar
@@ -191,9 +197,11 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
     try:
         # The model loads inside the pass (its ``model`` phase), and only when the pass will embed:
         # a pass that finds nothing to do never waits seconds for it.
-        report = kb.index(progress=progress, reembed=reembed)
+        report = kb.index(progress=progress, reembed=reembed, take_over=take_over)
     finally:
         progress.close()
+    if report.took_over_from is not None:
+        click.echo(f"took over {kb.index_path} from {report.took_over_from}", err=True)
     if kb.settings.semantic and kb.semantic_error is not None and not (reembed and kb.model_mismatch):
         raise click.ClickException(
             f"semantic search unavailable: {kb.semantic_error}; the pass indexed keywords only "
@@ -245,10 +253,15 @@ def index(kb: KnowledgeBase, reembed: bool, as_json: bool, quiet: bool, progress
     "--read-only", "read_only", is_flag=True,
     help="Only serve the index another process writes (no --kb needed with --store): follow its passes.",
 )  # fmt: skip
+@click.option(
+    "--take-over", "take_over", is_flag=True,
+    help="Make this folder the source of a shared (--store) knowledge base recorded as written from another.",
+)  # fmt: skip
 def serve(
     kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
-    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, library: Library | None = None,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool,
+    library: Library | None = None,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
@@ -275,6 +288,10 @@ def serve(
     """
     from kbseek.server.library_tools import build_server
 
+    # One writer per shared knowledge base for as long as it serves: a second one stops here, at once.
+    replaced = (library or kb).claim_writer(take_over=take_over)
+    if replaced is not None:
+        click.echo(f"took over {kb.index_path} from {replaced}", err=True)
     if not no_watch or read_only:  # a read-only server follows the writer's passes instead of files
         (library or kb).start_watching()
     if not http:
@@ -300,7 +317,7 @@ def serve(
 
 
 @cli.command()
-@kb_options
+@kb_options(reader=True)
 @click.argument("query")
 @click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 5).")
 @click.option("--path-prefix", default=None, help="Only documents under this folder.")
@@ -319,6 +336,9 @@ def search(
 ) -> None:  # fmt: skip
     """Search the knowledge base (updates the index first if files changed).
 
+    Without --kb, on a machine that has only the database (--store URL --kb-name NAME), it searches
+    the index the writer keeps there, as a read-only server does.
+
     \b
     Examples:
         kbseek search --kb examples/kb "rollback a release"
@@ -331,7 +351,7 @@ def search(
 
 
 @cli.command()
-@kb_options
+@kb_options(reader=True)
 @click.argument("chunk_ids", metavar="CHUNK_ID...", nargs=-1, required=True)
 @click.option("--context", type=int, default=None, help="Neighbouring chunks on each side (default 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
@@ -349,7 +369,7 @@ def fetch(kb: KnowledgeBase, chunk_ids: tuple[str, ...], context: int | None, as
 
 
 @cli.command()
-@kb_options
+@kb_options(reader=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def topics(kb: KnowledgeBase, as_json: bool) -> None:
     """List what the knowledge base covers, by first one or two folders (narrow a search: --path-prefix)."""
@@ -403,7 +423,7 @@ def get_document(kb: KnowledgeBase, path: str, offset: int, max_chars: int | Non
 
 
 @cli.command("eval")
-@kb_options
+@kb_options(reader=True)
 @click.option("--golden", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True,
               help="YAML file of queries with their expected documents.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
@@ -416,13 +436,15 @@ def get_document(kb: KnowledgeBase, path: str, offset: int, max_chars: int | Non
 def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[str, ...]) -> None:
     """Measure retrieval quality on a golden set (recall@1/5/10, MRR, nDCG@10, per kind and tag).
 
-    The run is stored beside the index and compared with the previous one.
+    The run is stored beside the index and compared with the previous one. Without --kb (a reader
+    of a database index, --store URL --kb-name NAME) it measures the index as the writer left it.
 
     \b
     Example:
         kbseek eval --kb examples/kb --golden examples/golden.yml
     """
     from kbseek.cli.eval import compare_with_last, format_text, load_golden, run_eval, summarize
+    from kbseek.facade.paths import prepare_index_dir
 
     floors = {}
     for item in fail_under:
@@ -432,7 +454,10 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
         except ValueError:
             raise click.BadParameter(f"{item!r} is not METRIC=NUMBER", param_hint="--fail-under") from None
     queries = load_golden(golden)
-    kb.index()
+    if kb.read_only:  # a reader: no files to index, and no folder of its own until something writes
+        prepare_index_dir(kb.index_dir)
+    else:
+        kb.index()
     summary = summarize(run_eval(kb, queries))
     delta = compare_with_last(summary, kb.index_dir, golden)
     if fmt == "json":
@@ -490,7 +515,7 @@ from kbseek.cli.service import service as _service  # noqa: E402 - kept beside i
 
 cli.add_command(_service)
 cli.add_command(_model)
-cli.add_command(related_command(kb_options))
+cli.add_command(related_command(kb_options(reader=True)))
 
 
 def main() -> None:

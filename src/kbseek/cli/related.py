@@ -1,7 +1,9 @@
 """``kbseek related PATH``: the documents related to one, as the ``related`` tool gives them.
 
 Kept out of ``cli/__init__.py`` (at its size cap) and built by a factory that takes the shared
-``--kb``/``--config`` options decorator, so this module does not import ``cli`` back.
+``--kb``/``--config`` options decorator, so this module does not import ``cli`` back. The decorator
+it is given opens the index read-only when no folder is named: relations come from the index alone
+(links and vectors the writer stored), so a team's reader machine answers them too.
 """
 
 from __future__ import annotations

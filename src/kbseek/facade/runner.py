@@ -60,7 +60,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from kbseek.errors import IndexLocked, IndexReadOnly, KbError
+from kbseek.errors import IndexLocked, IndexReadOnly, KbError, StoreUnavailable, WrittenElsewhere
 from kbseek.facade import status
 from kbseek.facade.following import Follower
 from kbseek.facade.live_config import LiveConfig
@@ -110,6 +110,8 @@ class IndexRunner:
         self._waiters = 0
         """Passes waiting for ``_pass_lock`` (``_waiting_for_pass``)."""
         self._writer = writer_lock(store, index_dir)
+        if not read_only and live.settings.root is not None:
+            self._writer.writes_from(files_of(live.settings))
         self._follower = Follower(store, self._after_followed_pass)
         self._listeners: list[IndexListener] = []
         self._threads: list[threading.Thread] = []
@@ -154,16 +156,18 @@ class IndexRunner:
         reembed: bool = False,
         changed: set[str] | None = None,
         load_model: Callable[[], None] | None = None,
+        take_over: bool = False,
     ) -> IndexReport:
         """Run one incremental pass, after a running one finishes. See ``KnowledgeBase.index``.
 
         ``changed`` (root-relative paths from a watcher batch) limits the pass to those paths and
         the folders among them; ``None`` scans the whole tree. ``load_model`` is called first if
-        the pass may embed (see :meth:`_scan_for_model`).
+        the pass may embed (see :meth:`_scan_for_model`). ``take_over``: index this folder into a
+        shared knowledge base recorded as written from another (``WrittenElsewhere`` otherwise).
         """
         if self._read_only:
             raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
-        with self._waiting_for_pass(), self._holding_writer():
+        with self._waiting_for_pass(), self._holding_writer(take_over=take_over):
             track = self._tracking(progress)
             scanned = None
             if load_model is not None and not self._semantic.untouched:
@@ -199,6 +203,8 @@ class IndexRunner:
                 self._last_check = time.monotonic()
         # Outside the pass lock: the next pass (a watcher batch) need not wait while the dense index
         # catches up with this one (a diff of every vector rowid: 0.2-0.5 s at 140k chunks).
+        if take_over:
+            report = report.model_copy(update={"took_over_from": self._took_over()})
         if remade or report.switched:
             self._semantic.vectors_changed(rebuilt=True)
         self._after_pass(report)
@@ -321,6 +327,9 @@ class IndexRunner:
         """
         try:
             yield
+        except WrittenElsewhere as exc:  # not another pass of the same files: nothing of it is served
+            self.last_error = str(exc)
+            log.error("%s refused: %s", what, exc)
         except IndexLocked:
             pass
         except KbError as exc:
@@ -357,15 +366,39 @@ class IndexRunner:
         return track
 
     @contextmanager
-    def _holding_writer(self) -> Iterator[None]:
+    def _holding_writer(self, *, take_over: bool = False) -> Iterator[None]:
         """The cross-process writer lock around one pass; who else holds it is kept for the status."""
         try:
-            with self._writer.hold():
+            with self._writer.hold(take_over=take_over):
                 self.other_writer = None
                 yield
+        except WrittenElsewhere:
+            raise
         except IndexLocked:
             self.other_writer = self._writer.holder() or "another process"
             raise
+
+    def claim_writer(self, *, take_over: bool = False) -> str | None:
+        """A serving writer's start: hold the writer lock for as long as it serves, where the store's
+        lock can be held so (a shared PostgreSQL index), so a second writer is refused at once.
+
+        Raises :class:`IndexLocked` (another writer serves) or :class:`WrittenElsewhere` (the
+        knowledge base is written from another folder) for the caller to stop on. A database that
+        cannot be reached now is no reason to refuse to start: the lock is then taken by the first
+        pass that reaches it, and that pass is refused if another writer got there first.
+        Returns the writer and folder ``take_over`` replaced, in words, if it replaced one.
+        """
+        if self._read_only:
+            return None
+        try:
+            self._writer.keep(take_over=take_over)
+        except StoreUnavailable as exc:
+            log.warning("the writer lock is taken at the first pass: %s", exc)
+        return self._took_over()
+
+    def _took_over(self) -> str | None:
+        replaced = getattr(self._writer, "replaced", None)
+        return replaced.describe() if replaced is not None else None
 
     def _after_pass(self, report: IndexReport) -> None:
         self.last_report = report
@@ -541,3 +574,4 @@ class IndexRunner:
             self._watcher.stop()
         for t in self._threads:
             t.join(timeout=30)
+        self._writer.release()

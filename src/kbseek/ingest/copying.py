@@ -43,7 +43,7 @@ def copy_index(source: Store, target: Store) -> CopyReport:
     if target.counts().documents:
         raise ConfigError(
             f"the index at {target.location} already holds documents; copy into an empty one "
-            "(another --kb-name, or a new file)"
+            "(another --to-name, or a new file)"
         )
     states = source.document_states()
     rows = source.documents()

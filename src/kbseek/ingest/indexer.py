@@ -88,6 +88,8 @@ class IndexReport(BaseModel):
     """A pass another process committed to a shared index, which a server that only reads it learned
     of: what it changed is not known here, only whether its listing moved (``listing_moved``)."""
     listing_moved: bool = Field(default=False, exclude=True)
+    took_over_from: str | None = None
+    """The writer and folder this pass replaced as a shared knowledge base's source (``take_over``)."""
     switched: bool = Field(default=False, exclude=True)
     """The pass finished a model switch: the index's vectors are now the configured model's."""
 

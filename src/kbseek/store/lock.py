@@ -60,12 +60,28 @@ class PassLock(Protocol):
     """What a pass holds to be the only writer of an index: this file lock, or a store's own
     (``store.postgres_lock`` for an index that servers on several machines write)."""
 
-    def hold(self) -> AbstractContextManager[None]:
-        """Held for the pass; raises :class:`IndexLocked` naming the other writer when it has it."""
+    def hold(self, *, take_over: bool = False) -> AbstractContextManager[None]:
+        """Held for the pass; raises :class:`IndexLocked` naming the other writer when it has it.
+
+        ``take_over``: index here even if the index records another source folder (a shared store's
+        :class:`~kbseek.errors.WrittenElsewhere`).
+        """
         ...
 
     def holder(self) -> str:
         """Who holds it, in words for a status line; "" when unknown."""
+        ...
+
+    def writes_from(self, root: Path) -> None:
+        """The folder this writer indexes, for a lock that checks where the index is written from."""
+        ...
+
+    def keep(self, *, take_over: bool = False) -> None:
+        """Hold the lock for a serving writer's life, until :meth:`release`, where the lock can."""
+        ...
+
+    def release(self) -> None:
+        """Give up what :meth:`keep` held."""
         ...
 
 
@@ -82,8 +98,18 @@ class WriterLock:
         except OSError:
             return ""
 
+    def writes_from(self, root: Path) -> None:
+        """Nothing to check: a SQLite index lives with the folder it was built from."""
+
+    def keep(self, *, take_over: bool = False) -> None:
+        """Nothing kept: two processes serving one folder index the same files, so a pass at a time
+        is enough here; the lock is taken per pass."""
+
+    def release(self) -> None:
+        """Nothing was kept."""
+
     @contextmanager
-    def hold(self) -> Iterator[None]:
+    def hold(self, *, take_over: bool = False) -> Iterator[None]:
         f = open(self.path, "a+", encoding="utf-8", opener=_private)  # noqa: SIM115 - held for the pass
         try:
             if not _try_lock(f):
