@@ -154,6 +154,10 @@ class KnowledgeBase:
         """Everything a person needs to trust the index: counts, coverage, skips, errors, what to run."""
         return self._runner.status(max_skipped=max_skipped)
 
+    def readiness(self) -> str | None:
+        """``None`` when it can be served now, else why not (a load balancer's readiness probe)."""
+        return self._runner.readiness()
+
     def nothing_found_note(self) -> str:
         """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
         return self._runner.nothing_found_note()
@@ -161,14 +165,9 @@ class KnowledgeBase:
     # -- indexing ----------------------------------------------------------------------------------
 
     def index(
-        self,
-        *,
-        progress: ProgressListener | None = None,
-        prune_disabled: bool = True,
-        embed: bool = True,
-        reembed: bool = False,
-        take_over: bool = False,
-    ) -> IndexReport:
+        self, *, progress: ProgressListener | None = None, prune_disabled: bool = True, embed: bool = True,
+        reembed: bool = False, take_over: bool = False,
+    ) -> IndexReport:  # fmt: skip
         """Bring the index in line with the files: one incremental pass (after a running one finishes).
 
         ``progress`` gets ``status``'s snapshots. ``embed=False``: no vectors yet. ``reembed``: drop every

@@ -135,6 +135,14 @@ class Library:
         for kb in self._kbs.values():
             kb.start_background()
 
+    def readiness(self) -> str | None:
+        """``None`` when every knowledge base can be served, else the first one's reason, named."""
+        for name, kb in self._kbs.items():
+            why = kb.readiness()
+            if why is not None:
+                return f"{name}: {why}" if len(self._kbs) > 1 else why
+        return None
+
     def claim_writer(self, *, take_over: bool = False) -> str | None:
         replaced = [kb.claim_writer(take_over=take_over) for kb in self._kbs.values()]
         return "; ".join(r for r in replaced if r) or None

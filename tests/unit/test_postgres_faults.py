@@ -8,6 +8,7 @@ run shares the other.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -59,6 +60,21 @@ class StoppableServer:
             [str(self._pg_ctl), "-D", str(self._server.pgdata), "-w", "-m", "fast", "stop"],
             check=True, capture_output=True, timeout=60, user=self._server.system_user,
         )  # fmt: skip
+
+    def freeze(self) -> None:
+        """Stop every process of the server (SIGSTOP) without ending a session: the kernel still
+        accepts and acknowledges, but nothing answers, as on a host that hangs."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        head = (Path(self._server.pgdata) / "postmaster.pid").read_text(encoding="utf-8").split()[0]
+        children = subprocess.run(["pgrep", "-P", head], capture_output=True, text=True).stdout.split()
+        for pid in [head, *children]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), sig)
 
     def start(self) -> None:
         self._server.ensure_postgres_running()

@@ -70,5 +70,5 @@ def test_index_report_is_frozen_and_prints_as_index_json() -> None:
         "added": ["a.md"], "updated": [], "renamed": [["old.md", "new.md"]], "deleted": [],
         "unchanged": 0, "skipped": [{"path": "b.md", "reason": "too large"}],
         "warnings": [{"path": "c.md", "message": "unclosed fence"}],
-        "chunks_written": 0, "chunks_embedded": 0, "seconds": 1.235,
+        "chunks_written": 0, "chunks_embedded": 0, "seconds": 1.235, "took_over_from": None,
     }  # fmt: skip

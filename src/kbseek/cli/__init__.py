@@ -292,6 +292,8 @@ def serve(
     replaced = (library or kb).claim_writer(take_over=take_over)
     if replaced is not None:
         click.echo(f"took over {kb.index_path} from {replaced}", err=True)
+    if read_only and (why := (library or kb).readiness()) is not None:  # a mistyped name, say: not silent
+        click.echo(f"warning: not ready to serve: {why}", err=True)
     if not no_watch or read_only:  # a read-only server follows the writer's passes instead of files
         (library or kb).start_watching()
     if not http:
@@ -311,7 +313,10 @@ def serve(
     if not is_loopback(host):
         click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
     (library or kb).start_background()
-    app = build_http_app(build_server(kb, library=library), policy, build_web_app(kb, library))
+    served = library or kb
+    app = build_http_app(
+        build_server(kb, library=library), policy, build_web_app(kb, library), served.readiness
+    )
     click.echo(f"kbseek: MCP at {mcp_url(host, port)}, web page at /ui", err=True)
     serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
 

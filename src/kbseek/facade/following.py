@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from kbseek.ingest.indexer import IndexReport
@@ -46,6 +47,18 @@ class Follower:
             target=self._run, args=(meta.listing_pass, meta.embedding), name="kbseek-follow", daemon=True
         )
         self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and not self._stop.is_set()
+
+    def describe(self) -> str:
+        """How this server stays current, for ``index_status``'s freshness: it follows the writer."""
+        how = getattr(self._store, "follow_mode", None)
+        by = how() if callable(how) else f"reading the index every {WAIT_SECONDS:g} s"
+        last = self._store.meta().last_pass_at
+        when = f"{max(0.0, time.time() - last):.0f} s ago" if last is not None else "none yet"
+        return f"follows the writer's passes ({by}); its last pass: {when}"
 
     def stop(self) -> None:
         self._stop.set()

@@ -66,6 +66,7 @@ from kbseek.facade.following import Follower
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.paths import files_of
 from kbseek.facade.semantic import SemanticLeg
+from kbseek.facade.writer_seat import WriterSeat
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.filenames import IGNORE_FILENAME
 from kbseek.ingest.indexer import Indexer, IndexReport, Progress
@@ -74,7 +75,6 @@ from kbseek.ingest.watch import Watcher
 from kbseek.progress import ProgressListener, ProgressSnapshot, ProgressTracker
 from kbseek.responses import IndexSummary, StatusResponse
 from kbseek.store.base import Store
-from kbseek.store.opening import writer_lock
 from kbseek.text.lexicon import lexicon
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,14 @@ SCOPED_BATCH_MAX = 5_000
 """A watcher batch with more paths than this (a large checkout) gets a scan of the whole tree."""
 
 RECONCILIATION = "reconciliation pass"
+
+RECONCILE_THREAD = "kbseek-reconcile"
+
+RETRY_FIRST_SECONDS = 1.0
+"""The first wait before an owed pass is tried again; it doubles with each failure."""
+
+RETRY_MAX_SECONDS = 30.0
+"""The longest wait between two tries of an owed pass."""
 
 IndexListener = Callable[[IndexReport], None]
 """Called after every pass that changed the index (the MCP server sends ``list_changed``)."""
@@ -109,14 +117,14 @@ class IndexRunner:
         self._count_lock = threading.Lock()
         self._waiters = 0
         """Passes waiting for ``_pass_lock`` (``_waiting_for_pass``)."""
-        self._writer = writer_lock(store, index_dir)
-        if not read_only and live.settings.root is not None:
-            self._writer.writes_from(files_of(live.settings))
+        root = files_of(live.settings) if not read_only and live.settings.root is not None else None
+        self._seat = WriterSeat(store, index_dir, root)
         self._follower = Follower(store, self._after_followed_pass)
         self._listeners: list[IndexListener] = []
         self._threads: list[threading.Thread] = []
         self._watcher: Watcher | None = None
         self._pass_failed = False
+        self._retry_in = RETRY_FIRST_SECONDS
         self._last_check = 0.0
         self._reconcile_wake = threading.Event()
         """Set to run the reconciliation now rather than at its interval (an owed pass, a new config)."""
@@ -129,8 +137,6 @@ class IndexRunner:
         """What the last finished pass did."""
         self.last_error: str | None = None
         """Why the last pass nobody waited for failed."""
-        self.other_writer: str | None = None
-        """Who held the index when this process last found it locked (``None`` once it got the lock)."""
 
     # -- passes ------------------------------------------------------------------------------------
 
@@ -167,7 +173,7 @@ class IndexRunner:
         """
         if self._read_only:
             raise IndexReadOnly("this command only reads the index; run `kbseek index` to build or update it")
-        with self._waiting_for_pass(), self._holding_writer(take_over=take_over):
+        with self._waiting_for_pass(), self._seat.holding(take_over=take_over):
             track = self._tracking(progress)
             scanned = None
             if load_model is not None and not self._semantic.untouched:
@@ -204,7 +210,7 @@ class IndexRunner:
         # Outside the pass lock: the next pass (a watcher batch) need not wait while the dense index
         # catches up with this one (a diff of every vector rowid: 0.2-0.5 s at 140k chunks).
         if take_over:
-            report = report.model_copy(update={"took_over_from": self._took_over()})
+            report = report.model_copy(update={"took_over_from": self._seat.took_over()})
         if remade or report.switched:
             self._semantic.vectors_changed(rebuilt=True)
         self._after_pass(report)
@@ -310,7 +316,7 @@ class IndexRunner:
                 switching = indexer.switch is not None and what == RECONCILIATION
                 if not indexer.needs_pass(scanned) and not self._pass_failed and not switching:
                     return
-                with self._holding_writer(), self._running_pass():
+                with self._seat.holding(), self._running_pass():
                     report = indexer.run(scanned=scanned, progress=self._tracking(None), prune_disabled=False)
         finally:
             self._pass_lock.release()
@@ -334,6 +340,9 @@ class IndexRunner:
             pass
         except KbError as exc:
             self.last_error = str(exc)
+            self._pass_failed = True  # owed, even if it failed before it began (the lock, the store)
+            if threading.current_thread().name != RECONCILE_THREAD:
+                self._reconcile_wake.set()  # its loop retries an owed pass with a backoff
             log.error("%s failed: %s", what, exc)
 
     @contextmanager
@@ -347,6 +356,8 @@ class IndexRunner:
             raise
         else:
             self._pass_failed = False
+            self.last_error = None  # the failure it reported is over: the index is current again
+            self._retry_in = RETRY_FIRST_SECONDS
         finally:
             self.indexing = False
             self.progress = None
@@ -365,40 +376,13 @@ class IndexRunner:
 
         return track
 
-    @contextmanager
-    def _holding_writer(self, *, take_over: bool = False) -> Iterator[None]:
-        """The cross-process writer lock around one pass; who else holds it is kept for the status."""
-        try:
-            with self._writer.hold(take_over=take_over):
-                self.other_writer = None
-                yield
-        except WrittenElsewhere:
-            raise
-        except IndexLocked:
-            self.other_writer = self._writer.holder() or "another process"
-            raise
-
     def claim_writer(self, *, take_over: bool = False) -> str | None:
-        """A serving writer's start: hold the writer lock for as long as it serves, where the store's
-        lock can be held so (a shared PostgreSQL index), so a second writer is refused at once.
+        """A serving writer's start (``WriterSeat.claim``); nothing for a reader."""
+        return None if self._read_only else self._seat.claim(take_over=take_over)
 
-        Raises :class:`IndexLocked` (another writer serves) or :class:`WrittenElsewhere` (the
-        knowledge base is written from another folder) for the caller to stop on. A database that
-        cannot be reached now is no reason to refuse to start: the lock is then taken by the first
-        pass that reaches it, and that pass is refused if another writer got there first.
-        Returns the writer and folder ``take_over`` replaced, in words, if it replaced one.
-        """
-        if self._read_only:
-            return None
-        try:
-            self._writer.keep(take_over=take_over)
-        except StoreUnavailable as exc:
-            log.warning("the writer lock is taken at the first pass: %s", exc)
-        return self._took_over()
-
-    def _took_over(self) -> str | None:
-        replaced = getattr(self._writer, "replaced", None)
-        return replaced.describe() if replaced is not None else None
+    @property
+    def other_writer(self) -> str | None:
+        return self._seat.other_writer
 
     def _after_pass(self, report: IndexReport) -> None:
         self.last_report = report
@@ -452,6 +436,21 @@ class IndexRunner:
         )  # fmt: skip
         return status.status_response(facts, max_skipped=max_skipped)
 
+    def readiness(self) -> str | None:
+        """``None`` when this knowledge base can be served now, else why not, in words: the store
+        cannot be reached, or (a reader) the database holds no knowledge base of this name yet."""
+        try:
+            if not self._store.holds_index():
+                command = status.index_command(self._live.settings)
+                return (
+                    f"the database holds no knowledge base {self._store.location} yet: on the machine that "
+                    f"has the notes run `{command}`, or check the name"
+                )
+            self._store.meta()  # one round trip to the store, within its bounds
+        except StoreUnavailable as exc:
+            return str(exc)
+        return None
+
     def nothing_found_note(self) -> str:
         """Why an indexed knowledge base is empty, and what to do about it."""
         active = self._live.active
@@ -473,12 +472,14 @@ class IndexRunner:
         self._watcher.start()
         if self._read_only or self._watcher.state.startswith("unavailable"):
             return  # nothing to reconcile: the stat scan before each call stays in charge
-        thread = threading.Thread(target=self._reconcile_loop, name="kbseek-reconcile", daemon=True)
+        thread = threading.Thread(target=self._reconcile_loop, name=RECONCILE_THREAD, daemon=True)
         self._threads.append(thread)
         thread.start()
 
     @property
     def watcher_state(self) -> str:
+        if self._watcher is None and self._read_only and self._follower.running:
+            return "none here: the writer watches the files"
         return self._watcher.state if self._watcher is not None else "off"
 
     @property
@@ -490,6 +491,8 @@ class IndexRunner:
     def freshness(self) -> str:
         """How edits reach the index now, in words for ``index_status``."""
         settings = self._live.settings
+        if self._read_only and self._follower.running:
+            return self._follower.describe()
         if self._read_only:
             return "none: this command only reads the index"
         if self.watcher_keeps_fresh:
@@ -500,10 +503,16 @@ class IndexRunner:
         """The ``kbseek-reconcile`` thread: one reconciliation per interval, or at once when woken.
 
         The interval is read again each turn, so a reloaded config file applies after the current
-        wait. Ends when ``close()`` sets ``_closing`` (and wakes it).
+        wait. While a pass is owed (the last one failed: the index database was away, say), the
+        wait is :data:`RETRY_FIRST_SECONDS`, doubling to :data:`RETRY_MAX_SECONDS`, so an edit made
+        during an outage is indexed within seconds of the database's return, not at the next full
+        rescan. Ends when ``close()`` sets ``_closing`` (and wakes it).
         """
         while not self._closing.is_set():
             interval = min(self._live.settings.reconcile_interval_s, threading.TIMEOUT_MAX)
+            if self._pass_failed:  # owed: try again soon, backing off, not at the full interval
+                interval = min(interval, self._retry_in)
+                self._retry_in = min(self._retry_in * 2, RETRY_MAX_SECONDS)
             self._reconcile_wake.wait(interval)
             self._reconcile_wake.clear()
             if self._closing.is_set():
@@ -574,4 +583,4 @@ class IndexRunner:
             self._watcher.stop()
         for t in self._threads:
             t.join(timeout=30)
-        self._writer.release()
+        self._seat.release()

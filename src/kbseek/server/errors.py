@@ -43,6 +43,7 @@ from kbseek.errors import (
     StoreUnavailable,
     TopicNotFound,
     UnsupportedExtension,
+    WrittenElsewhere,
 )
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ TABLE: Final[Mapping[type[BaseException], Answer]] = MappingProxyType({
     ConfigError: UNAVAILABLE,
     IndexIncompatible: UNAVAILABLE,
     IndexLocked: UNAVAILABLE,
+    WrittenElsewhere: UNAVAILABLE,
     IndexReadOnly: CONFLICT,
     StoreUnavailable: UNAVAILABLE,
     EmbedderUnavailable: UNAVAILABLE,

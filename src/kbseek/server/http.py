@@ -56,6 +56,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSIONS = 64
 RETRY_AFTER_S = 5
+
+Readiness = Callable[[], "str | None"]
+"""Whether the server can serve now: ``None``, or why not (``KnowledgeBase.readiness``)."""
 SESSION_IDLE_S = 600.0
 """A session untouched this long is closed: many clients drop their connection without ending the
 session, and without this the session cap would fill up and lock every new host out."""
@@ -148,9 +151,12 @@ async def _respond(
 class Guard:
     """The ASGI layer in front of the SDK's app."""
 
-    def __init__(self, app: ASGIApp, policy: HttpPolicy, web: ASGIApp | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None
+    ) -> None:
         self.app = app
         self.web = web
+        self.ready = ready
         self.policy = policy
         self._hosts = policy.hosts()
         self._origins = policy.origins()
@@ -172,8 +178,12 @@ class Guard:
             )
             return
         path = scope.get("path", "")
-        if path == "/healthz":
+        if path == "/healthz":  # liveness: the process answers (a supervisor restarts it if not)
             await _ok(send)
+            return
+        if path == "/readyz":  # readiness: what it serves can be served now (a load balancer's probe)
+            why = await asyncio.to_thread(self.ready) if self.ready is not None else None
+            await _readiness(send, why)
             return
         page = path == "/" and scope.get("method") in ("GET", "HEAD")  # a browser opened the bare address
         if self.web is not None and (page or path == "/ui" or path.startswith(("/ui/", "/api/"))):
@@ -231,6 +241,16 @@ async def _redirect(send: Send, location: str) -> None:
                         (b"content-length", str(len(body)).encode())],
         }
     )  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _readiness(send: Send, why: str | None) -> None:
+    """200 ``{"ready": true}``, or 503 ``{"ready": false, "reason": …}`` with Retry-After."""
+    body = json.dumps({"ready": why is None, **({"reason": why} if why is not None else {})}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if why is not None:
+        headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
+    await send({"type": "http.response.start", "status": 200 if why is None else 503, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -339,10 +359,13 @@ def _as_invalid_request(raw: bytes, *, batch: bool) -> bytes | None:
     ).encode()
 
 
-def build_http_app(server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None) -> ASGIApp:
+def build_http_app(
+    server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None
+) -> ASGIApp:
     """The SDK's Streamable HTTP app at ``/mcp`` (and the web page, if given) behind our guard.
 
-    The guard does the Host/Origin checks, so the SDK's own copy of them is off.
+    The guard does the Host/Origin checks, so the SDK's own copy of them is off. ``ready`` answers
+    ``/readyz`` (``KnowledgeBase.readiness``); ``/healthz`` answers whenever the process does.
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -352,7 +375,7 @@ def build_http_app(server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | 
         session_idle_timeout=policy.session_idle_s,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return Guard(app, policy, web)
+    return Guard(app, policy, web, ready)
 
 
 def _raw_answer(status: str, text: str, *headers: str) -> bytes:

@@ -329,6 +329,11 @@ class Store(Protocol):
 
     # -- meta --------------------------------------------------------------------------------------
 
+    def holds_index(self) -> bool:
+        """Whether the index exists: a store opened to read only may name one nobody built yet (it
+        then reads as empty). Raises :class:`~kbseek.errors.StoreUnavailable` if it cannot be told."""
+        ...
+
     def meta(self) -> IndexMeta:
         """The facts about the whole index; an empty :class:`IndexMeta` for a new index."""
         ...

@@ -30,7 +30,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from kbseek.documents import SectionStart
-from kbseek.errors import IndexLocked, IndexReadOnly, StoreUnavailable
+from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
 from kbseek.store import postgres_lexical, postgres_vectors
 from kbseek.store.base import (
     ChunkRow,
@@ -44,10 +44,11 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
 from kbseek.store.postgres_generation import PostgresNextGeneration
 from kbseek.store.postgres_links import PostgresLinks
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
-from kbseek.store.postgres_lock import PassLock
+from kbseek.store.postgres_lock import PassLock, lock_transaction
 from kbseek.store.postgres_pool import Conn, Connections, setup_connection
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
@@ -65,6 +66,9 @@ from kbseek.store.schema import index_meta, unpack_text
 __all__ = ["PostgresStore"]
 
 log = logging.getLogger(__name__)
+
+REVIVE_SECONDS = 1.0
+"""How often a knowledge base the database did not hold is looked for again (``holds_index``)."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long a transaction waits for another process's to end before :class:`IndexLocked`: the
@@ -108,18 +112,48 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         """Documents written or deleted by this pass's transactions so far (``postgres_statistics``)."""
         self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._absent = False
+        self._url = url
+        self._looked_at = time.monotonic()
+        """When an absent knowledge base was last looked for (``_revive``)."""
+        self._revive_lock = threading.Lock()
         self._pool: Connections | None = None
         self._listener = PassListener(url, self.schema, self._application)
         self.pass_lock = PassLock(url, self.schema, application=self._application, location=self._location)
         """One writer per knowledge base, held for a whole pass (``kbseek.store.postgres_lock``)."""
+        self._max_connections = max_connections
         search_path = self._set_up(url, create)
-        if self._absent:
-            return
-        assert search_path is not None
+        if not self._absent:
+            assert search_path is not None
+            self._open_pool(search_path)
+
+    def _open_pool(self, search_path: tuple[str, str]) -> None:
         self._pool = Connections(
-            url, search_path, application=self._application, location=self._location,
-            max_size=max(2, max_connections),  # a reader never waits for the writer's connection
+            self._url, search_path, application=self._application, location=self._location,
+            max_size=max(2, self._max_connections),  # a reader never waits for the writer's connection
         )  # fmt: skip
+
+    def holds_index(self) -> bool:
+        """Whether the database holds this knowledge base: a reader may be started before the
+        writer's first pass, or on a mistyped name; it looks again at most once a second."""
+        self._revive()
+        return not self._absent
+
+    def _revive(self) -> None:
+        """An absent knowledge base that a writer has since created is opened, so a reader started
+        first serves it without a restart."""
+        if not self._absent or time.monotonic() - self._looked_at < REVIVE_SECONDS:
+            return
+        with self._revive_lock:
+            if not self._absent or time.monotonic() - self._looked_at < REVIVE_SECONDS:
+                return
+            self._looked_at = time.monotonic()
+            try:
+                search_path = self._set_up(self._url, False)
+            except KbError as exc:
+                raise StoreUnavailable(str(exc)) from exc
+            if search_path is not None:
+                self._open_pool(search_path)  # before the flag: a reader that sees it finds the pool
+                self._absent = False
 
     def _set_up(self, url: str, create: bool) -> tuple[str, str] | None:
         """Create or check the schema on a connection of its own; the ``search_path`` for the pool."""
@@ -144,23 +178,27 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     # -- connections -------------------------------------------------------------------------------
 
     @contextmanager
-    def _reading(self) -> Iterator[Conn]:
+    def _reading(self, bound: Bound | None = READ) -> Iterator[Conn]:
+        """A connection whose statements are held to ``bound``: a search's by default, ``BULK`` for
+        reads of a whole table (``postgres_deadline``)."""
         assert self._pool is not None
-        with self._pool.loan() as conn:
+        with self._pool.loan(bound) as conn:
             yield conn
 
-    def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[TupleRow]:
+    def _rows(
+        self, query: str, params: Sequence[Any] | dict[str, Any] = (), *, bound: Bound = READ
+    ) -> list[TupleRow]:
         """The rows of one statement: one snapshot, whatever it joins. An absent index has none."""
         if self._absent:
             return []
-        with self._reading() as conn:
+        with self._reading(bound) as conn:
             return conn.execute(query, params).fetchall()
 
-    def _vector_rows(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
+    def _vector_rows(self, query: str, params: Sequence[Any], *, bound: Bound = READ) -> list[TupleRow]:
         """Like :meth:`_rows`, in binary: a vector arrives as its float4 bytes, never as decimal text."""
         if self._absent:
             return []
-        with self._reading() as conn, conn.cursor(binary=True) as cur:
+        with self._reading(bound) as conn, conn.cursor(binary=True) as cur:
             return cur.execute(query, params).fetchall()
 
     @contextmanager
@@ -171,10 +209,10 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
                 f"the database holds no index for {self._location} and it was opened to read only; "
                 "run `kbseek index` to build it"
             )
-        with self._write_lock, self._pool.loan() as conn:
+        with self._write_lock, self._pool.loan(WRITE) as conn:
             conn.execute("BEGIN")
             try:
-                self._lock_index(conn)
+                lock_transaction(conn, self._lock_key, wait=self._lock_wait, location=self._location)
                 writer = PostgresWriter(conn)
                 yield writer
                 writer.finish()  # the statistics it moved, once per transaction
@@ -193,50 +231,17 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             else:
                 conn.execute("COMMIT")
 
-    def _lock_index(self, conn: Conn) -> None:
-        """Take the knowledge base's advisory lock for this transaction, waiting up to ``lock_wait``.
-
-        A transaction-level lock is released by the commit or rollback itself, so a crashed or killed
-        writer never leaves the index locked.
-        """
-        key = (LOCK_CLASS, self._lock_key)
-        row = conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key).fetchone()
-        if row is not None and row[0]:
-            return
-        if self._lock_wait > 0:
-            conn.execute(
-                "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(self._lock_wait * 1000))}ms",)
-            )
-            try:
-                conn.execute("SAVEPOINT waiting")
-                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
-                conn.execute("RELEASE SAVEPOINT waiting")
-                conn.execute("SELECT set_config('lock_timeout', '0', true)")
-                return
-            except psycopg.errors.LockNotAvailable:
-                conn.execute("ROLLBACK TO SAVEPOINT waiting")
-        raise IndexLocked(
-            f"the index {self._location} is being written by another kbseek process "
-            f"({self._holder(conn)}); wait for it to finish or stop it"
-        )
-
-    def _holder(self, conn: Conn) -> str:
-        """Who holds the lock, as its connection named itself; PostgreSQL hides that from a user
-        without the right to see other users' sessions, hence the plainer fallback."""
-        row = conn.execute(
-            "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-            " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::bigint::oid"
-            " AND l.objid = %s::bigint::oid AND l.objsubid = 2 AND l.pid <> pg_backend_pid() LIMIT 1",
-            (LOCK_CLASS, self._lock_key),
-        ).fetchone()
-        if row is None:
-            return "another connection"
-        return str(row[0]) if row[0] else f"server process {row[1]}"
-
     # -- meta --------------------------------------------------------------------------------------
 
     def meta(self) -> IndexMeta:
+        self._revive()
         return index_meta({str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")})
+
+    def follow_mode(self) -> str:
+        """How a reader learns of the writer's passes, in words for its status."""
+        if self._listener.standby:
+            return f"polling every {POLL_SECONDS:g} s: a standby sends no notifications"
+        return f"notified by the database, and polling every {POLL_SECONDS:g} s"
 
     def wait_for_pass(self, seen: int, timeout: float) -> int:
         """Woken by the writer's ``NOTIFY``, and reading the counter at least every second whatever
@@ -274,7 +279,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
                     clauses.append("(path >= %s AND path < %s)")
                     params += [folder + "/", folder + "0"]
             query += " WHERE " + " OR ".join(clauses)
-        return {str(r[1]): DocumentState(*r) for r in self._rows(query, params)}
+        return {str(r[1]): DocumentState(*r) for r in self._rows(query, params, bound=BULK)}
 
     def document(self, path: str) -> DocumentRow | None:
         if "\x00" in path:
@@ -283,7 +288,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         return _document_row(rows[0]) if rows else None
 
     def documents(self) -> list[DocumentRow]:
-        return [_document_row(r) for r in self._rows(f"{_DOCUMENTS} ORDER BY path")]
+        return [_document_row(r) for r in self._rows(f"{_DOCUMENTS} ORDER BY path", bound=BULK)]
 
     def document_text(self, path: str) -> str | None:
         sql_text = (
@@ -420,7 +425,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     # -- vectors -----------------------------------------------------------------------------------
 
     def embedded_count(self) -> int:
-        rows = self._rows(f"SELECT count(*) {_WITH_VECTOR}")
+        rows = self._rows(f"SELECT count(*) {_WITH_VECTOR}", bound=BULK)
         return int(rows[0][0]) if rows else 0
 
     def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
@@ -431,6 +436,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
             " AND c.content_hash > %s ORDER BY c.content_hash, c.id LIMIT %s",
             (after, None if limit is None else max(int(limit), 0)),
+            bound=BULK,
         )
         return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), _text(r[2])) for r in rows]
 
@@ -452,12 +458,14 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     def pending_vector_count(self) -> int:
         rows = self._rows(
             "SELECT count(DISTINCT c.content_hash) FROM chunks c"
-            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)",
+            bound=BULK,
         )
         return int(rows[0][0]) if rows else 0
 
     def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
-        return _matrix(self._vector_rows(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id", ()), dim)
+        rows = self._vector_rows(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id", (), bound=BULK)
+        return _matrix(rows, dim)
 
     def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
         if page <= 0:
@@ -465,7 +473,9 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         after = -1
         while True:
             rows = self._vector_rows(
-                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > %s ORDER BY c.id LIMIT %s", (after, page)
+                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > %s ORDER BY c.id LIMIT %s",
+                (after, page),
+                bound=BULK,
             )
             if not rows:
                 return
@@ -474,7 +484,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             after = int(ids[-1])
 
     def vector_rowids(self) -> RowIds:
-        rows = self._rows(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id")
+        rows = self._rows(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id", bound=BULK)
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
@@ -499,7 +509,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     def build_vector_index(self, dim: int) -> bool:
         if self._absent:
             return False
-        with self._reading() as conn:  # autocommit, outside any transaction, as the build needs
+        with self._reading(None) as conn:  # autocommit, outside any transaction; as long as it takes
             return postgres_vectors.build_index(conn, dim, (LOCK_CLASS, lock_key(self.schema + "_vectors")))
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kbseek.store.base import PendingChunk
+from kbseek.store.postgres_deadline import BULK, Bound
 
 if TYPE_CHECKING:
     from psycopg.rows import TupleRow
@@ -24,7 +25,9 @@ class PostgresNextGeneration:
 
     if TYPE_CHECKING:
 
-        def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[TupleRow]: ...
+        def _rows(
+            self, query: str, params: Sequence[Any] | dict[str, Any] = (), *, bound: Bound = ...
+        ) -> list[TupleRow]: ...
 
     def chunks_without_next_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
         if "\x00" in after:  # no hash holds NUL, so the hashes after "ab\x00…" are those after "ab"
@@ -33,17 +36,19 @@ class PostgresNextGeneration:
             "SELECT DISTINCT ON (c.content_hash) c.content_hash, c.heading_path, c.text FROM chunks c"
             f" WHERE {_MISSING} AND c.content_hash > %s ORDER BY c.content_hash, c.id LIMIT %s",
             (after, None if limit is None else max(int(limit), 0)),
+            bound=BULK,
         )
         return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), _text(r[2])) for r in rows]
 
     def next_embedded_count(self) -> int:
         rows = self._rows(
-            "SELECT count(*) FROM chunks c JOIN next_embeddings n ON n.content_hash = c.content_hash"
+            "SELECT count(*) FROM chunks c JOIN next_embeddings n ON n.content_hash = c.content_hash",
+            bound=BULK,
         )
         return int(rows[0][0]) if rows else 0
 
     def missing_next_vector_count(self) -> int:
-        rows = self._rows(f"SELECT count(DISTINCT c.content_hash) FROM chunks c WHERE {_MISSING}")
+        rows = self._rows(f"SELECT count(DISTINCT c.content_hash) FROM chunks c WHERE {_MISSING}", bound=BULK)
         return int(rows[0][0]) if rows else 0
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kbseek.store.links import CANDIDATES, LinkReads
+from kbseek.store.postgres_deadline import Bound
 
 if TYPE_CHECKING:
     from psycopg.rows import TupleRow
@@ -20,7 +21,9 @@ class PostgresLinks(LinkReads):
 
     if TYPE_CHECKING:
 
-        def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[TupleRow]: ...
+        def _rows(
+            self, query: str, params: Sequence[Any] | dict[str, Any] = (), *, bound: Bound = ...
+        ) -> list[TupleRow]: ...
 
     def _link_keys(self, path: str, limit: int) -> list[str]:
         rows = self._rows(

@@ -38,6 +38,7 @@ import psycopg
 from psycopg import sql
 
 from kbseek.errors import IndexLocked, StoreUnavailable, WrittenElsewhere
+from kbseek.store.postgres_deadline import BoundedConnection
 from kbseek.store.postgres_pool import Conn, bounded_options, no_jit
 from kbseek.store.postgres_schema import LOCK_CLASS, lock_key
 
@@ -47,9 +48,6 @@ transaction lock's key of the same knowledge base (a session holding one must no
 
 META_WRITER = ("writer_host", "writer_root", "writer_pid", "writer_since")
 """The ``meta`` rows that say where the knowledge base is written from, and by which process."""
-
-CHECK_SECONDS = 2.0
-"""How long checking a kept lock's connection may take before it counts as lost."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +204,7 @@ class PassLock:
 
     def _connect(self) -> Conn:
         try:
-            conn = psycopg.connect(
+            conn: Conn = BoundedConnection.connect(
                 self._url, autocommit=True, application_name=self._application, **bounded_options(self._url)
             )
         except psycopg.Error as exc:
@@ -232,6 +230,48 @@ class PassLock:
         # The holder records itself as it takes the lock; its connection's name says the same pid and
         # host when PostgreSQL lets this user see other sessions.
         return recorded.describe()
+
+
+def lock_transaction(conn: Conn, key: int, *, wait: float, location: str) -> None:
+    """Take a knowledge base's advisory lock for the open transaction, waiting up to ``wait`` seconds.
+
+    Every write transaction takes it, so two processes' transactions never interleave within one
+    knowledge base. A transaction-level lock is released by the commit or rollback itself, so a
+    crashed or killed writer never leaves the index locked.
+    """
+    pair = (LOCK_CLASS, key)
+    row = conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", pair).fetchone()
+    if row is not None and row[0]:
+        return
+    if wait > 0:
+        before = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(wait * 1000))}ms",))
+        try:
+            conn.execute("SAVEPOINT waiting")
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", pair)
+            conn.execute("RELEASE SAVEPOINT waiting")
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (before[0] if before else "0",))
+            return
+        except psycopg.errors.LockNotAvailable:
+            conn.execute("ROLLBACK TO SAVEPOINT waiting")
+    raise IndexLocked(
+        f"the index {location} is being written by another kbseek process "
+        f"({_transaction_holder(conn, key)}); wait for it to finish or stop it"
+    )
+
+
+def _transaction_holder(conn: Conn, key: int) -> str:
+    """Who holds a transaction lock, as its connection named itself; PostgreSQL hides that from a
+    user without the right to see other users' sessions, hence the plainer fallback."""
+    row = conn.execute(
+        "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::bigint::oid"
+        " AND l.objid = %s::bigint::oid AND l.objsubid = 2 AND l.pid <> pg_backend_pid() LIMIT 1",
+        (LOCK_CLASS, key),
+    ).fetchone()
+    if row is None:
+        return "another connection"
+    return str(row[0]) if row[0] else f"server process {row[1]}"
 
 
 def _record(conn: Conn) -> WriterRecord | None:

@@ -14,6 +14,7 @@ store.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -29,6 +30,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
+from kbseek.store.postgres_deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy
 
 __all__ = [
     "BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "no_jit", "setup_connection",
@@ -67,6 +69,9 @@ one request after the first fail at once (a refused connection fails in millisec
 request as a whole fails within the bound, and the first read after the database is back succeeds
 even while the pool's own attempts are still backing off."""
 
+LOAN_SLICE_SECONDS = 0.25
+"""The slices a loan waits for the pool in, looking between them whether the database went away."""
+
 RECONNECT_SECONDS = 5.0
 """How long one background attempt keeps retrying (psycopg_pool backs off 1, 2 … s) before it gives
 its slot up. Kept short because a slot backing off delays the first read after the database is back
@@ -96,8 +101,9 @@ def setup_connection(url: str, *, application: str, location: str) -> Iterator[C
     """
     try:
         options = bounded_options(url)
-        with psycopg.connect(url, autocommit=True, application_name=application, **options) as conn:
+        with BoundedConnection.connect(url, autocommit=True, application_name=application, **options) as conn:
             no_jit(conn)
+            _apply(conn, WRITE)  # creating a schema waits for another's creation, never for ever
             yield conn
     except psycopg.OperationalError as exc:  # libpq's messages never quote the password
         raise ConfigError(
@@ -163,6 +169,9 @@ class Connections:
             **bounded_options(url),
         }
         self._search_path = search_path
+        self._retry_at = 0.0
+        """While the database is gone: no loan connects by itself before this (``_own_connection``)."""
+        self._last_cause = "no answer"
         self._down = threading.Event()
         """Set while the database is known to be gone: the last loan failed for that, none succeeded since."""
 
@@ -174,7 +183,8 @@ class Connections:
             configure=self._configure,
             # A server restart or a dropped network leaves dead connections in the pool; checked
             # before each loan (one round trip), they are replaced instead of failing a search.
-            check=ConnectionPool.check_connection,
+            check=self._check,
+            connection_class=BoundedConnection,
             name=f"kbseek-{search_path[0]}",
             reconnect_timeout=RECONNECT_SECONDS,
             reconnect_failed=self._gave_up,
@@ -187,52 +197,105 @@ class Connections:
             raise ConfigError(f"cannot keep connections to {location} open ({exc})") from exc
 
     @contextmanager
-    def loan(self) -> Iterator[Conn]:
+    def loan(self, bound: Bound | None = READ) -> Iterator[Conn]:
         """A connection for one statement or one transaction, back to the pool when done.
 
-        Raises :class:`StoreUnavailable` when no working connection comes within the bound, or when
-        the connection breaks while lent (the statement or transaction on it is lost with it:
+        Each statement on it is held to ``bound`` (``postgres_deadline``; ``None``: no bound, for
+        building an index). Raises :class:`StoreUnavailable` when no working connection comes within
+        the wait, when the server gives up on a statement at its bound (busy), or when the connection
+        breaks or stops answering while lent (the statement or transaction on it is lost with it:
         PostgreSQL rolls back whatever was not committed).
         """
         conn, pooled = self._borrow()
+        other = bound is not READ
         try:
+            if other:
+                _apply(conn, bound)
             yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            why = busy(exc, bound) if bound is not None else None
+            if why is not None and not (conn.broken or conn.closed):
+                raise StoreUnavailable(
+                    f"the index database {self._location} is {why}; try again shortly"
+                ) from exc
             if not (conn.broken or conn.closed):
                 raise  # the statement failed, not the connection
             self._down.set()
+            if getattr(conn, "was_cut", False) and bound is not None:
+                raise self._unavailable(f"no answer within {bound.client:g} s", lost=True) from exc
             raise self._unavailable(f"the connection was lost: {_cause(exc)}", lost=True) from exc
         finally:
+            if other and not (conn.broken or conn.closed):
+                with contextlib.suppress(psycopg.Error):
+                    _apply(conn, READ)
             if pooled:
                 self._pool.putconn(conn)
             else:
                 conn.close()
 
     def _borrow(self) -> tuple[Conn, bool]:
-        """A working connection and whether it is the pool's (else it is this loan's own, closed after)."""
+        """A working connection and whether it is the pool's (else it is this loan's own, closed after).
+
+        The wait is taken in slices, so a loan that learns meanwhile that the database is gone (a
+        check that got no answer, another loan's failure) stops waiting for the pool and tries the
+        database once itself.
+        """
         started = time.monotonic()
-        down = self._down.is_set()
+        deadline = started + (DOWN_LOAN_SECONDS if self._down.is_set() else LOAN_SECONDS)
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                conn = self._pool.getconn(timeout=max(0.01, min(LOAN_SLICE_SECONDS, remaining)))
+            except PoolTimeout as exc:
+                if self._down.is_set():
+                    return self._own_connection(), False
+                if time.monotonic() < deadline:
+                    continue
+                cause = self._pool.last_failure
+                if cause is None:
+                    busy = time.monotonic() - started
+                    raise self._unavailable(f"every connection stayed busy for {busy:.1f} s") from exc
+                self._down.set()
+                raise self._unavailable(cause) from exc
+            self._down.clear()
+            return conn, True
+
+    def _own_connection(self) -> Conn:
+        """A connection of the loan's own while the database is known to be gone: refused at once
+        for as long as the last such attempt took, so a database that does not answer (each attempt
+        waits ``connect_timeout``) costs a call one attempt, not one per read."""
+        now = time.monotonic()
+        if now < self._retry_at:
+            raise self._unavailable(self._last_cause)
         try:
-            conn = self._pool.getconn(timeout=DOWN_LOAN_SECONDS if down else LOAN_SECONDS)
-        except PoolTimeout as exc:
-            cause = self._pool.last_failure
-            if down:
-                try:
-                    own = self._connect()
-                except psycopg.Error as failed:
-                    raise self._unavailable(_cause(failed)) from failed
-                self._down.clear()
-                return own, False
-            if cause is None:
-                busy = time.monotonic() - started
-                raise self._unavailable(f"every connection stayed busy for {busy:.1f} s") from exc
-            self._down.set()
-            raise self._unavailable(cause) from exc
+            own = self._connect()
+        except psycopg.Error as failed:
+            self._last_cause = _cause(failed)
+            self._retry_at = time.monotonic() + (time.monotonic() - now)
+            raise self._unavailable(self._last_cause) from failed
         self._down.clear()
-        return conn, True
+        return own
+
+    def _check(self, conn: Conn) -> None:
+        """psycopg_pool's check of a pooled connection, within :data:`CHECK` rather than a read's
+        bound: on a server that stopped answering, the check is what waits. One that got no answer
+        marks the database gone, so the loans waiting for the pool stop waiting."""
+        if not isinstance(conn, BoundedConnection):
+            ConnectionPool.check_connection(conn)
+            return
+        before, conn.client_bound = conn.client_bound, CHECK.client
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            if conn.was_cut:
+                self._last_cause = f"no answer within {CHECK.client:g} s"
+                self._down.set()
+            raise
+        finally:
+            conn.client_bound = before
 
     def _connect(self) -> Conn:
-        conn = psycopg.connect(self._url, **self._options)
+        conn = BoundedConnection.connect(self._url, **self._options)
         try:
             self._configure(conn)
         except BaseException:
@@ -243,6 +306,7 @@ class Connections:
     def _configure(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, self._search_path)))
         no_jit(conn)
+        _apply(conn, READ)
         register_vector(conn)
 
     def _unavailable(self, cause: str, *, lost: bool = False) -> StoreUnavailable:
@@ -260,6 +324,17 @@ class Connections:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _apply(conn: Conn, bound: Bound | None) -> None:
+    """Hold ``conn``'s statements to ``bound``, on the server and from the client."""
+    if isinstance(conn, BoundedConnection):
+        conn.client_bound = bound.client if bound is not None else None
+    settings = bound.settings() if bound is not None else {"statement_timeout": "0", "lock_timeout": "0"}
+    conn.execute(
+        "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)",
+        (settings["statement_timeout"], settings["lock_timeout"]),
+    )
 
 
 def _cause(exc: BaseException) -> str:

@@ -198,6 +198,9 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
 
     # -- meta --------------------------------------------------------------------------------------
 
+    def holds_index(self) -> bool:
+        return self._memory is None or self.path.exists()
+
     def meta(self) -> IndexMeta:
         return index_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
 
@@ -556,9 +559,6 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
                 vectors.append(np.frombuffer(r[1], dtype="<f4"))
         matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
         return np.asarray(ids, dtype=np.int64), matrix
-
-
-# -- rows to records ---------------------------------------------------------------------------------
 
 
 def _document_row(r: sqlite3.Row | tuple[Any, ...]) -> DocumentRow:
