@@ -101,3 +101,16 @@ def test_a_reader_started_on_a_name_nobody_indexed_says_so_at_start() -> None:
         proc.terminate()
         _, stderr = proc.communicate(timeout=20)
     assert "warning: not ready to serve" in stderr and name in stderr
+
+
+def test_a_readers_status_says_it_follows_the_writer(kb_root: Path) -> None:
+    """It said ``watcher: off`` and ``freshness: none: this command only reads the index`` while it
+    followed the writer's passes within a second."""
+    name = postgres_server.kb_name("ready")
+    index(kb_root, ["--store", postgres_server.url(), "--kb-name", name])
+    with reader(postgres_server.url(), name) as (port, _):
+        code, status = get(f"http://127.0.0.1:{port}/api/status")
+    assert code == 200, status
+    assert status["watcher"] == "none here: the writer watches the files"
+    assert status["freshness"].startswith("follows the writer's passes (notified by the database")
+    assert "its last pass: " in status["freshness"] and "s ago" in status["freshness"]
