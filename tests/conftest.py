@@ -25,7 +25,9 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed import PROVIDERS
 from kbseek.embed.local import LocalEmbedder
+from tests import postgres_server
 from tests.fakes import FakeEmbedder, fake_providers
+from tests.postgres_server import StoppableServer
 
 # HYPOTHESIS_PROFILE=soak runs every property with many more examples: the default run draws fresh
 # random cases each time, so a rare counterexample can surface in any run; soak looks for them first.
@@ -184,6 +186,16 @@ def core(kb_root: Path) -> Iterator[KnowledgeBase]:
     c.index()
     yield c
     c.close()
+
+
+@pytest.fixture(scope="module")
+def stoppable() -> Iterator[StoppableServer]:
+    """A PostgreSQL of the module's own that its tests may stop, freeze and start again; the rest of
+    the run shares another (``tests.postgres_server``)."""
+    postgres_server.url()  # skips, with the reason, where the postgres dependencies are missing
+    server = StoppableServer()
+    yield server
+    server.close()
 
 
 def installed_script() -> str:

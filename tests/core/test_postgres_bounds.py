@@ -9,7 +9,6 @@ acknowledges every packet, so only a bound kept by the client ends that wait
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -21,19 +20,11 @@ from tests import postgres_server
 from tests.conftest import make_core
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from tests.unit.test_postgres_faults import StoppableServer
+from tests.postgres_server import StoppableServer
 
 QUERY = "rollback load balancer"
 WITHIN = 5.0
 """What the issue asks of every call on a database that does not answer."""
-
-
-@pytest.fixture(scope="module")
-def stoppable() -> Iterator[StoppableServer]:
-    postgres_server.url()  # skips, with the reason, where the postgres dependencies are missing
-    server = StoppableServer()
-    yield server
-    server.close()
 
 
 def _timed_refusal(kb: KnowledgeBase) -> tuple[float, str]:

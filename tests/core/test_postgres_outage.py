@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,12 @@ from tests import postgres_server
 from tests.conftest import make_core
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from tests.unit.test_postgres_faults import DOES_NOT_HANG, StoppableServer
+from tests.postgres_server import StoppableServer
+from tests.unit.test_postgres_faults import DOES_NOT_HANG
 
 QUERY = "rollback load balancer"
 
 Contents = dict[str, tuple[str, tuple[tuple[str, int, str, str], ...]]]
-
-
-@pytest.fixture(scope="module")
-def stoppable() -> Iterator[StoppableServer]:
-    postgres_server.url()  # skips, with the reason, where the postgres dependencies are missing
-    server = StoppableServer()
-    yield server
-    server.close()
 
 
 def _open(root: Path, url: str, name: str) -> KnowledgeBase:

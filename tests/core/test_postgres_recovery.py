@@ -9,7 +9,6 @@ succeeds clears the error.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,19 +17,11 @@ from tests import postgres_server
 from tests.conftest import make_core
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from tests.unit.test_postgres_faults import StoppableServer
+from tests.postgres_server import StoppableServer
 
 BACK_WITHIN = 10.0
 """Seconds from the database's return to the edit being indexed: the backoff's first steps (1+2+4 s),
 far below the 300 s rescan a recovery used to wait for."""
-
-
-@pytest.fixture
-def stoppable() -> Iterator[StoppableServer]:
-    postgres_server.url()
-    server = StoppableServer()
-    yield server
-    server.close()
 
 
 def test_an_edit_during_an_outage_is_indexed_within_seconds_of_the_return_and_the_error_clears(

@@ -74,3 +74,21 @@ def serving(kb_root: Path, *extra: str, env: dict[str, str] | None = None) -> It
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+@contextmanager
+def read_only_server(store: list[str]) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    """``kbseek serve --http --read-only`` with ``store`` (``--store URL --kb-name NAME``) and no
+    ``--kb``, keywords only; yields its port and process once it answers /healthz, then stops it."""
+    port = free_port()
+    with subprocess.Popen(
+        [installed_script(), "serve", "--http", "--read-only", *store, "--lexical-only", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    ) as proc:  # fmt: skip
+        try:
+            wait_healthy(port, proc)
+            yield port, proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.communicate(timeout=20)

@@ -9,37 +9,23 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from tests import postgres_server
-from tests.conftest import installed_script
-from tests.wire.serving import free_port, get, request, wait_healthy
+from tests.wire.serving import get, read_only_server, request
 from tests.wire.test_team import index
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from tests.unit.test_postgres_faults import StoppableServer
+from tests.postgres_server import StoppableServer
 
 WITHIN = 5.0
 
 
-@contextmanager
-def reader(url: str, name: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
-    port = free_port()
-    store = ["--store", url, "--kb-name", name]
-    with subprocess.Popen(
-        [installed_script(), "serve", "--http", "--read-only", *store, "--lexical-only", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    ) as proc:  # fmt: skip
-        try:
-            wait_healthy(port, proc)
-            yield port, proc
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=20)
+def reader(url: str, name: str) -> AbstractContextManager[tuple[int, subprocess.Popen[str]]]:
+    return read_only_server(["--store", url, "--kb-name", name])
 
 
 def _ready(port: int) -> tuple[int, dict[str, str], dict]:

@@ -28,7 +28,7 @@ from mcp import Client
 
 from tests import postgres_server
 from tests.conftest import installed_script
-from tests.wire.serving import free_port, wait_healthy
+from tests.wire.serving import read_only_server
 
 pytestmark = pytest.mark.anyio
 
@@ -60,17 +60,10 @@ def index(kb_root: Path, store: list[str]) -> None:
 @contextmanager
 def reader(store: list[str]) -> Iterator[int]:
     """``kbseek serve --http --read-only`` without ``--kb``, in a folder that holds no notes."""
-    port = free_port()
-    with subprocess.Popen(
-        [installed_script(), "serve", "--http", "--read-only", *store, "--lexical-only", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    ) as proc:  # fmt: skip
-        try:
-            wait_healthy(port, proc)
-            yield port
-        finally:
-            proc.terminate()
-            _, stderr = proc.communicate(timeout=20)
+    with read_only_server(store) as (port, proc):
+        yield port
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=20)
     assert "Traceback" not in stderr, stderr
 
 
