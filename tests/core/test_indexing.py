@@ -63,7 +63,11 @@ def test_a_renamed_file_is_recognised_by_its_hash(core: KnowledgeBase) -> None:
     ("rel", "content", "reason"),
     [
         ("latin1.md", "café".encode("latin-1"), "not valid UTF-8 text"),
-        ("huge.md", b"x" * 5000, "larger than max_file_bytes"),
+        (
+            "huge.md",
+            b"x" * 5000,
+            "too large: it is 5000 bytes, over the read cap of 4000 bytes (max_file_bytes)",
+        ),
     ],
 )
 def test_noise_is_skipped_with_a_reason(kb_root: Path, rel: str, content: bytes, reason: str) -> None:

@@ -457,7 +457,7 @@ class IndexRunner:
         root = active.settings.root
         if root is None:
             return status.reader_empty_note(self._store.location, status.index_command(active.settings))
-        return status.nothing_found_note(root, active.registry.extensions)
+        return status.nothing_found_note(root, active.registry.extensions, self._store.skipped())
 
     # -- a server's threads ------------------------------------------------------------------------
 

@@ -35,8 +35,23 @@ def reader_empty_note(location: str, command: str) -> str:
     )
 
 
-def nothing_found_note(root: Path, extensions: Collection[str]) -> str:
-    """Why an indexed knowledge base is empty, and the two ways out: add notes, or loosen exclusions."""
+def nothing_found_note(
+    root: Path, extensions: Collection[str], skipped: Sequence[tuple[str, str]] = ()
+) -> str:
+    """Why an indexed knowledge base is empty, and what to do about it.
+
+    With files found and every one skipped (``skipped``: the last pass's ``(path, reason)``; a folder's
+    path ends with ``/``), the reasons are where to look, so the note sends the reader to them rather
+    than telling them to add notes to a folder that has some. With none found, the two ways out: add
+    notes, or loosen exclusions.
+    """
+    files = sum(1 for path, _ in skipped if not path.endswith("/"))
+    if files:
+        every = "it was skipped" if files == 1 else "all were skipped"
+        return (
+            f"found {counted(files, 'file')} under {root}, but {every}, so nothing is indexed: see "
+            "`kbseek status` for why (each reason says what would make the file readable)"
+        )
     exts = ", ".join(sorted(extensions))
     return (
         f"no Markdown or other indexable files were found under {root}: kbseek indexes {exts} "

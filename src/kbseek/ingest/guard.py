@@ -38,7 +38,8 @@ from kbseek.errors import (
     PathOutsideRoot,
     UnsupportedExtension,
 )
-from kbseek.ingest.parsers import Registry
+from kbseek.ingest.parsers import Registry, raw_size_limit
+from kbseek.ingest.parsers.unreadable import reason_for, too_large
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,9 @@ def load_document(
     return _load(root, typed, path, registry, max_bytes)
 
 
-def read_regular_file(root: Path, rel: str, *, max_bytes: int) -> RawFile:
+def read_regular_file(
+    root: Path, rel: str, *, max_bytes: int, max_file_bytes: int | None = None, parser: str | None = None
+) -> RawFile:
     """The bytes of the file at ``rel``, under the same checks as :func:`load_document`.
 
     This is how indexing reads a file, so that what is indexed passed the very checks a read
@@ -129,12 +132,14 @@ def read_regular_file(root: Path, rel: str, *, max_bytes: int) -> RawFile:
 
     ``rel`` is a root-relative POSIX path as the scan lists it, taken literally (an argument from
     outside goes through :func:`literal_path` first). Extension and decoding are the caller's:
-    the indexer reports those in its own words. Raises a
-    :class:`~kbseek.errors.DocumentRefused` subclass, or ``OSError`` for an I/O failure.
+    the indexer reports those in the words of ``parsers.unreadable``. ``max_bytes`` is the parser's raw
+    size limit (``parsers.raw_size_limit``); ``max_file_bytes`` and ``parser``, when it differs, let a
+    refusal say which limit it is. Raises a :class:`~kbseek.errors.DocumentRefused` subclass, or
+    ``OSError`` for an I/O failure.
     """
     fd, st = _open(root, rel, rel)
     try:
-        return _read_capped(fd, st, rel, rel, max_bytes)
+        return _read_capped(fd, st, rel, rel, max_bytes, max_file_bytes, parser)
     finally:
         os.close(fd)
 
@@ -144,17 +149,21 @@ def _load(root: Path, rel: str, path: str, registry: Registry, max_bytes: int) -
     try:
         parser = registry.for_path(rel)
         if parser is None:
+            if (unopened := registry.unopened_reason(rel)) is not None:  # what the index lists for it
+                raise UnsupportedExtension(f"{_shown(rel)} cannot be read: {unopened}", path)
             allowed = ", ".join(sorted(registry.extensions))
             raise UnsupportedExtension(
                 f"{_shown(rel)} has an extension no active parser opens; readable extensions: {allowed}", path
             )
-        raw = _read_capped(fd, st, rel, path, max_bytes)
+        limit = raw_size_limit(parser, max_bytes)
+        raw = _read_capped(fd, st, rel, path, limit, max_bytes, parser.name)
     finally:
         os.close(fd)
     try:
         text = parser.decode(raw.data)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise NotText(f"{_shown(rel)} is not readable as {parser.media_type} text ({exc})", path) from None
+        # The very sentence the index lists for this file when a pass skipped it (parsers.unreadable).
+        raise NotText(f"{_shown(rel)} cannot be read: {reason_for(exc)}", path) from None
     return LoadedDocument(rel, text, parser.media_type, len(raw.data), parser.name)
 
 
@@ -415,17 +424,25 @@ def _check_descriptor(st: os.stat_result, rel: str, path: str) -> None:
         )
 
 
-def _read_capped(fd: int, st: os.stat_result, rel: str, path: str, max_bytes: int) -> RawFile:
+def _read_capped(
+    fd: int,
+    st: os.stat_result,
+    rel: str,
+    path: str,
+    max_bytes: int,
+    max_file_bytes: int | None = None,
+    parser: str | None = None,
+) -> RawFile:
     """At most ``max_bytes`` from ``fd``: refused by its size first, and if it grew, after one byte more.
 
     The size ``fstat`` reported is not trusted to bound the read: a file that grows after it is
-    read only up to the cap, and then refused.
+    read only up to the cap, and then refused. ``max_file_bytes`` (``max_bytes`` when not given) and
+    ``parser`` word the refusal when ``max_bytes`` is a parser's own raw size limit.
     """
+    configured = max_bytes if max_file_bytes is None else max_file_bytes
     if st.st_size > max_bytes:
-        raise DocumentTooLarge(
-            f"{_shown(rel)} is {st.st_size} bytes, over the read cap of {max_bytes} bytes (max_file_bytes)",
-            path,
-        )
+        reason = too_large(st.st_size, max_bytes, configured, parser)
+        raise DocumentTooLarge(f"{_shown(rel)} cannot be read: {reason}", path)
     pieces: list[bytes] = []
     left = max_bytes + 1
     while left > 0:
@@ -436,10 +453,8 @@ def _read_capped(fd: int, st: os.stat_result, rel: str, path: str, max_bytes: in
         left -= len(piece)
     data = b"".join(pieces)
     if len(data) > max_bytes:
-        raise DocumentTooLarge(
-            f"{_shown(rel)} grew over the read cap of {max_bytes} bytes (max_file_bytes) while being read",
-            path,
-        )
+        reason = too_large(None, max_bytes, configured, parser)
+        raise DocumentTooLarge(f"{_shown(rel)} cannot be read: {reason}", path)
     return RawFile(data, st.st_size, st.st_mtime_ns)
 
 

@@ -18,10 +18,11 @@ the store is worked out without a write, so it can be looked at and tested on it
 
 Files are read through the document guard's reader (``guard.read_regular_file``), so a file is
 indexed only if a read would accept it: no symlink anywhere on its path, no hard link, a regular
-file, within ``max_file_bytes`` counted on the bytes actually read, all checked again at read time
-on the descriptor. A file or folder changed between the scan and the read (swapped for a link,
-hard-linked, grown past the cap) is refused there, listed as skipped with the guard's reason, and
-an indexed copy of it removed.
+file, within ``max_file_bytes`` (or its parser's ``raw_size_limit``) counted on the bytes actually
+read, all checked again at read time on the descriptor. A file or folder changed between the scan
+and the read (swapped for a link, hard-linked, grown past the cap) is refused there, listed as
+skipped with the guard's reason, and an indexed copy of it removed. A file its parser cannot decode
+is listed with the sentence of ``parsers.unreadable`` for its reason, the one a read of it says too.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.guard import read_regular_file
-from kbseek.ingest.parsers import PARSE_VERSION, Registry
+from kbseek.ingest.parsers import PARSE_VERSION, Registry, raw_size_limit
+from kbseek.ingest.parsers.unreadable import reason_for
 from kbseek.ingest.plan import IndexPlan, plan_pass
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
 from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
@@ -391,7 +393,10 @@ class Indexer:
         if parser is None:  # the registry changed between scan and read
             return None
         try:
-            read = read_regular_file(self.root, fs.path, max_bytes=self.max_file_bytes)
+            read = read_regular_file(
+                self.root, fs.path, max_bytes=raw_size_limit(parser, self.max_file_bytes),
+                max_file_bytes=self.max_file_bytes, parser=parser.name,
+            )  # fmt: skip
         except DocumentNotFound:  # gone since the scan; the next pass sees it vanish
             return None
         except DocumentRefused as exc:  # became a link, grew over the cap … since the scan
@@ -409,11 +414,8 @@ class Indexer:
             return None
         try:
             text = parser.decode(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            reason = (
-                "not valid UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot decode: {exc}"
-            )
-            report.skipped.append((fs.path, reason))
+        except (UnicodeDecodeError, ValueError) as exc:  # the sentence a refused read says too
+            report.skipped.append((fs.path, reason_for(exc)))
             return None
         try:
             parsed = parser.parse(fs.path, text, self.chunking)

@@ -14,7 +14,8 @@ from functools import partial
 from pathlib import Path
 
 from kbseek.ingest.exclusion import Exclusion
-from kbseek.ingest.parsers import Registry
+from kbseek.ingest.parsers import Registry, raw_size_limit
+from kbseek.ingest.parsers.unreadable import too_large
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class Scope:
 
 def scan(root: Path, registry: Registry, exclusion: Exclusion, max_file_bytes: int) -> ScanResult:
     """Every indexable file under ``root``; links, oversize files and excluded paths are reported as skipped.
+
+    A file is oversize past its parser's raw size limit (``parsers.raw_size_limit``: ``max_file_bytes``
+    unless the parser counts a file its own way), and the reason says which limit it passed.
 
     A document no active parser opens (``.rst``, or ``.pdf`` with the pdf parser off) is
     reported as skipped with what would enable it, so a folder of such pages does not look
@@ -158,20 +162,21 @@ class _Walk:
             if self.registry.for_path(rel) is not None:  # named like a note: say why it is not one
                 self.skipped.append(Skipped(rel, f"not a regular file ({_kind(st.st_mode)})"))
             return False
-        if self.registry.for_path(rel) is None:
+        parser = self.registry.for_path(rel)
+        if parser is None:
             unopened = self.registry.unopened_reason(rel)
             if unopened is not None and self.exclusion.file_reason(rel) is None:
                 self.skipped.append(Skipped(rel, unopened))
             return False
         reason = self.exclusion.file_reason(rel)
+        limit = raw_size_limit(parser, self.max_file_bytes)
         if reason is not None:
             self.skipped.append(Skipped(rel, reason))
         elif st.st_nlink > 1:
             self.skipped.append(Skipped(rel, "hard link (file has more than one link)"))
-        elif st.st_size > self.max_file_bytes:
-            self.skipped.append(
-                Skipped(rel, f"larger than max_file_bytes ({st.st_size} > {self.max_file_bytes})")
-            )
+        elif st.st_size > limit:
+            too_big = too_large(st.st_size, limit, self.max_file_bytes, parser.name)
+            self.skipped.append(Skipped(rel, str(too_big)))
         else:
             self.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
         return False

@@ -14,6 +14,7 @@ from typing import Protocol
 from kbseek.documents import ParsedDocument
 from kbseek.errors import ConfigError
 from kbseek.ingest.chunker import ChunkOptions
+from kbseek.ingest.parsers.unreadable import BINARY_FORMATS, FORMATS, MACRO_FORMATS, Reason, Unreadable
 
 
 class Parser(Protocol):
@@ -33,6 +34,25 @@ class Parser(Protocol):
     def parse(self, path: str, text: str, options: ChunkOptions) -> ParsedDocument:
         """Split decoded text into metadata and chunks whose offsets slice ``text``."""
         ...
+
+    # Optional, found with getattr (:func:`raw_size_limit`), so a parser without it needs no change:
+    #
+    #     def raw_size_limit(self, max_file_bytes: int) -> int:
+    #         """The bytes of a raw file this parser reads at most, for the configured max_file_bytes."""
+    #
+    # For a format whose file holds much that is thrown away (a notebook's outputs), the raw file may be
+    # larger than max_file_bytes; ``decode`` then raises ``Unreadable(Reason.TOO_LARGE, …)`` if what it
+    # keeps is still over it.
+
+
+def raw_size_limit(parser: object, max_file_bytes: int) -> int:
+    """The size over which the scan and every read refuse a raw file for ``parser``: its own
+    ``raw_size_limit(max_file_bytes)`` when it has one, else ``max_file_bytes``."""
+    hook = getattr(parser, "raw_size_limit", None)
+    if not callable(hook):
+        return max_file_bytes
+    limit = hook(max_file_bytes)
+    return limit if isinstance(limit, int) and limit >= 0 else max_file_bytes
 
 
 def _builtin() -> dict[str, Parser]:
@@ -54,7 +74,7 @@ DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt", "docx", "xlsx", "ipynb")
 """On by default: formats whose library is small and a dependency of kbseek (decision 0034). PDF and
 PowerPoint need an extra; HTML needs nothing but is opt-in, being more often a build output than a note."""
 
-PARSE_VERSION = 6
+PARSE_VERSION = 7
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
 changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
 (vectors of chunks whose heading path and text did not change are kept). 2: display text.
@@ -72,14 +92,17 @@ OTHER_DOCUMENT_FORMATS: dict[str, str] = {
     ".rst": "reStructuredText", ".rest": "reStructuredText", ".adoc": "AsciiDoc", ".asciidoc": "AsciiDoc",
     ".org": "Org", ".textile": "Textile", ".wiki": "wiki markup",
     ".mediawiki": "MediaWiki", ".creole": "Creole", ".pod": "Perl POD", ".rdoc": "RDoc", ".tex": "LaTeX",
-    ".rtf": "RTF", ".doc": "Word 97-2003", ".odt": "OpenDocument", ".ods": "OpenDocument",
-    ".odp": "OpenDocument", ".epub": "EPUB", ".xls": "Excel 97-2003", ".ppt": "PowerPoint 97-2003",
+    ".rtf": "RTF", ".doc": "Word 97-2003", ".odt": "OpenDocument text", ".ods": "OpenDocument spreadsheet",
+    ".odp": "OpenDocument presentation", ".epub": "EPUB", ".xls": "Excel 97-2003",
+    ".xlsb": "Excel binary workbook", ".ppt": "PowerPoint 97-2003",
     ".docm": "macro-enabled Word", ".xlsm": "macro-enabled Excel", ".pptm": "macro-enabled PowerPoint",
 }  # fmt: skip
 """Document formats no parser reads. A file in one of them is listed as skipped, so a knowledge
 base of ``.rst`` pages does not look indexed when it is not; images, data and code are expected
 beside notes and stay unmentioned. HTML is left out on purpose (see ``_QUIET_WHEN_DISABLED``).
-Macro-enabled Office files are never opened: kbseek reads no file whose point is code to run."""
+Macro-enabled Office files are never opened: kbseek reads no file whose point is code to run.
+Where the format's program can save one kbseek reads (Office 97-2003 and binary files, OpenDocument,
+RTF), the reason says which (``unreadable.FORMATS``)."""
 
 
 def media_type_of(parser: str) -> str:
@@ -140,7 +163,18 @@ class Registry:
                 f"[parsers] enabled = [{enabled}]"
             )
         if ext in OTHER_DOCUMENT_FORMATS:
+            kind = ext[1:]
+            if kind in MACRO_FORMATS:
+                return str(Unreadable(Reason.MACRO, found=kind, expected=kind))
+            if kind in BINARY_FORMATS:
+                return str(Unreadable(Reason.LEGACY, found=kind, expected=kind))
             readable = ", ".join(sorted(self._by_ext))
+            known = FORMATS.get(kind)
+            if known is not None and known.save_as is not None:
+                return (
+                    f"{OTHER_DOCUMENT_FORMATS[ext]} ({ext}) has no parser, so no setting indexes it; open it in "
+                    f"{known.app} and save it as {known.save_as}, which kbseek reads"
+                )
             return (
                 f"{OTHER_DOCUMENT_FORMATS[ext]} ({ext}) has no parser, so no setting indexes it; "
                 f"kbseek reads {readable} ([parsers] enabled can be {', '.join(AVAILABLE_PARSERS)})"

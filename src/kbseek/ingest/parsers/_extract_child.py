@@ -6,14 +6,18 @@ nothing from kbseek. The libraries do the reading (python-docx, openpyxl,
 python-pptx, the standard library's ``html.parser``); this script only walks
 what they return into blocks (``converted.py`` describes them).
 
-Before a library sees an Office file, the zip package is checked against a
-budget: the sizes its members declare, then the bytes they really inflate to
-(``zipfile`` stops a member at its declared size and then fails its CRC, so
-a member lying about its size is refused as corrupt, never inflated further).
+Before a library sees a file, its bytes are identified (``common.check_package``):
+an empty file, an encrypted Office package, an Office 97-2003 file, a PDF or an
+HTML page under an Office extension, a package of another kind or a macro-enabled
+one is refused with the reason that names it. Then the zip package is checked
+against a budget: the sizes its members declare, then the bytes they really
+inflate to (``zipfile`` stops a member at its declared size and then fails its
+CRC, so a member lying about its size is refused as damaged, never inflated further).
 
 Arguments: ``format max_chars max_cells zip_budget cpu_seconds memory_bytes``.
-The answer is ``{"blocks": [...], "meta": {...}, "stopped": null | "chars" | "cells"}``
-or ``{"error": code, "detail": text}``.
+The answer is ``{"blocks": [...], "meta": {...}, "stopped": null | "chars" | "cells"}`` (with
+``"strict": true`` for a Strict Open XML package) or ``{"error": code, "detail": text}`` (with
+``"found": kind`` when the bytes are another format): the codes are those of ``parsers/unreadable.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,14 @@ sys.path.insert(0, str(Path(__file__).with_name("child")))
 
 # Found at run time through the path above; mypy checks the readers as part of kbseek.
 from extraction import excel, powerpoint, web, word  # type: ignore[import-not-found]
-from extraction.common import Out, Refused, Stop, check_zip  # type: ignore[import-not-found]
+from extraction.common import (  # type: ignore[import-not-found]
+    Out,
+    Refused,
+    Stop,
+    check_markup,
+    check_package,
+    failure,
+)
 
 
 def _limit_resources(cpu_seconds: int, memory_bytes: int) -> None:
@@ -52,9 +63,12 @@ def _limit_resources(cpu_seconds: int, memory_bytes: int) -> None:
 def extract(fmt: str, raw: bytes, max_chars: int, max_cells: int, zip_budget: int) -> dict[str, Any]:
     out = Out(max_chars)
     meta: dict[str, Any] = {}
+    strict = False
     try:
-        if fmt != "html":
-            check_zip(raw, zip_budget)
+        if fmt == "html":
+            check_markup(raw)
+        else:
+            strict = check_package(raw, fmt, zip_budget)
         if fmt == "docx":
             word.read(raw, out, meta)
         elif fmt == "xlsx":
@@ -68,15 +82,18 @@ def extract(fmt: str, raw: bytes, max_chars: int, max_cells: int, zip_budget: in
     except Stop:
         pass
     except Refused as exc:
-        return {"error": exc.code, "detail": exc.detail}
+        return exc.answer()  # type: ignore[no-any-return]
     except ImportError as exc:
         return {"error": "missing-library", "detail": str(exc)}
     except (MemoryError, RecursionError):
         raise
     except Exception as exc:
-        return {"error": "unreadable", "detail": f"{type(exc).__name__}: {exc}"}
+        return failure(exc, strict)  # type: ignore[no-any-return]
     safe_meta = {k: v for k, v in meta.items() if isinstance(v, str) and v.strip()}
-    return {"blocks": out.blocks, "meta": safe_meta, "stopped": out.stopped}
+    answer: dict[str, Any] = {"blocks": out.blocks, "meta": safe_meta, "stopped": out.stopped}
+    if strict:
+        answer["strict"] = True
+    return answer
 
 
 def main() -> None:

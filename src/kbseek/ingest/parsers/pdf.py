@@ -5,17 +5,36 @@ and that text is what gets indexed, chunked and read back, so the media type
 is ``text/plain``.
 
 **Served text.** Each page becomes a segment that opens with a marker line
-``[p.N]`` (1-based), and segments are joined by a form feed (``\\f``), the
-usual page-break character of text extracted from PDFs::
+``[p.N]`` (1-based), and segments are joined by two blank lines
+(:data:`PAGE_SEPARATOR`, three newlines)::
 
-    [p.1]\\n\\n<page 1 text>\\n\\f[p.2]\\n\\n<page 2 text>\\n\\f[p.3]\\n
+    [p.1]\\n\\n<page 1 text>\\n\\n\\n[p.2]\\n\\n<page 2 text>\\n\\n\\n[p.3]\\n
 
-Page text never contains a form feed (extraction turns every control
-character but tab and newline into a space), so ``text.split("\\f")`` gives
-the pages back exactly, however odd the page text is; the marker lines let a
-reader of the served text cite pages. A page without text keeps its marker,
-so page numbers stay true. If a cap stopped extraction, a last segment
-starting with ``[truncated:`` says so.
+which reads as it is everywhere the text is shown (``get_document``, a
+resource, the web page)::
+
+    [p.1]
+
+    <page 1 text>
+
+
+    [p.2]
+    ...
+
+Page text never holds two blank lines in a row (a longer run of blank lines
+is shortened to one), so ``text.split(PAGE_SEPARATOR)`` gives the pages back
+exactly, however odd the page text is, a line reading ``[p.7]`` included; the
+marker lines let a reader of the served text cite pages. A page without text
+keeps its marker, so page numbers stay true. If a cap stopped extraction, a
+last segment starting with ``[truncated:`` says so. The separator used to be
+a form feed, which every printed form of the text showed escaped
+(``\\u000c[p.2]``); :meth:`PdfParser.parse` still splits on one, so text
+served by an older kbseek is read the same.
+
+**Page text** is the extracted text with newline line ends, control
+characters as spaces, zero-width characters removed and Symbol or Wingdings
+code points (U+F0xx) as the characters they show (``converted.readable``,
+the cleaning the converted formats get).
 
 **Chunks** never cross a page: each page is chunked on its own with the
 shared chunker, and every chunk's heading path is ``(title, "p.N")``. The
@@ -45,7 +64,9 @@ from typing import Any
 from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.chunker import ChunkOptions, LineIndex, build_chunks, chunk_id_for, content_hash_for
 from kbseek.ingest.parsers.child_process import run_child
+from kbseek.ingest.parsers.converted import readable
 from kbseek.ingest.parsers.text import paragraph_blocks, title_from_path
+from kbseek.ingest.parsers.unreadable import Reason, Unreadable
 
 TIME_LIMIT_S = 20.0
 """Wall-clock seconds one PDF may take, child start-up included."""
@@ -57,13 +78,17 @@ MEMORY_LIMIT_BYTES = 1 << 30
 """Address space the child may use, plus 16 bytes per input byte: a real PDF needs far
 less, a decompression bomb hits the limit and is reported instead of swapping the host."""
 
-PAGE_SEPARATOR = "\f"
+PAGE_SEPARATOR = "\n\n\n"
+"""Between two pages' segments: two blank lines, which page text never holds."""
 TRUNCATION_PREFIX = "[truncated:"
 INSTALL_HINT = "pip install 'kbseek[pdf]'"
 
 _CHILD = Path(__file__).with_name("_pdf_child.py")
 _HEADER = b"%PDF-"
-_MARKER = re.compile(r"\[p\.([1-9][0-9]*)\]\n")
+_MARKER = re.compile(r"\[p\.([1-9][0-9]*)\](?:\n|\Z)")
+_SEPARATORS = re.compile("\n\n\n|\f")
+"""Where ``parse`` cuts pages: the separator, or the form feed of text served before it."""
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def pypdf_available() -> bool:
@@ -76,15 +101,21 @@ def page_marker(number: int) -> str:
     return f"[p.{number}]"
 
 
+def page_text(extracted: str) -> str:
+    """A page's text as served, from what the child extracted (newlines, no control characters):
+    zero-width and symbol-font characters cleaned, runs of blank lines shortened to one, trimmed."""
+    return _BLANK_LINES.sub("\n\n", readable(extracted)).strip()
+
+
 def join_pages(pages: list[str], note: str | None = None) -> str:
-    """The served text for already-cleaned page texts, in the convention the module docstring describes."""
-    segments = [
-        f"{page_marker(number)}\n\n{body}\n" if body else f"{page_marker(number)}\n"
-        for number, body in enumerate(pages, 1)
-    ]
+    """The served text for page texts (:func:`page_text`), in the convention the module docstring describes."""
+    segments = [page_marker(number) for number in range(1, len(pages) + 1)]
+    for i, body in enumerate(pages):
+        if body:  # the separator must stay the only run of two blank lines
+            segments[i] += "\n\n" + _BLANK_LINES.sub("\n\n", body)
     if note:
-        segments.append(f"{TRUNCATION_PREFIX} {note}]\n")
-    return PAGE_SEPARATOR.join(segments)
+        segments.append(f"{TRUNCATION_PREFIX} {note}]")
+    return PAGE_SEPARATOR.join(segments) + "\n"
 
 
 class PdfParser:
@@ -120,25 +151,33 @@ class PdfParser:
     def decode(self, raw: bytes) -> str:
         """Extract the text, or raise ``ValueError`` with the reason a reader of the index status needs."""
         if not pypdf_available():
-            raise ValueError(f"reading PDF files needs the pypdf package: {INSTALL_HINT}")
+            raise Unreadable(Reason.MISSING_LIBRARY, f"the pypdf package: {INSTALL_HINT}", what="PDF")
+        if not raw:
+            raise Unreadable(Reason.EMPTY, expected="pdf", what="PDF")
         if _HEADER not in raw[:1024]:
             # Spare a child start for the commonest junk: readers accept the
             # header anywhere in the first kilobyte, and so does this check.
-            raise ValueError("not a readable PDF: no %PDF- header in its first 1024 bytes")
-        answer = self._extract(raw)
+            raise Unreadable(Reason.DAMAGED, "it has no %PDF- header in its first 1024 bytes", expected="pdf")
+        try:
+            answer = self._extract(raw)
+        except Unreadable as exc:
+            raise exc.about("pdf", "PDF") from None
         error = answer.get("error")
         if error is not None:
-            raise ValueError(_error_message(str(error), str(answer.get("detail", ""))))
+            raise Unreadable.from_child(_child_answer(answer), expected="pdf", what="PDF")
         pages = answer.get("pages")
         if not isinstance(pages, list) or not all(isinstance(p, str) for p in pages):
-            raise ValueError("PDF text extraction failed: malformed answer from the extraction process")
+            raise Unreadable(Reason.CRASHED, "a malformed answer from the extraction process", what="PDF")
+        pages = [page_text(p) for p in pages]
         total = answer.get("total_pages")
         if not isinstance(total, int):
             total = len(pages)
         if total == 0:
-            raise ValueError("no extractable text (the PDF has no pages)")
+            raise Unreadable(Reason.NO_TEXT, "the PDF has no pages", expected="pdf")
         if not any(pages):
-            raise ValueError("no extractable text (scanned or image-only PDF)")
+            raise Unreadable(
+                Reason.NO_TEXT, "a scanned or image-only PDF holds no text layer", expected="pdf"
+            )
         return join_pages(pages, self._truncation_note(answer.get("stopped"), len(pages), total))
 
     def _truncation_note(self, stopped: object, extracted: int, total: int) -> str | None:
@@ -193,10 +232,7 @@ class PdfParser:
         warnings: list[str] = []
         seen: dict[str, int] = {}
         page = 0
-        position = 0
-        for segment in text.split(PAGE_SEPARATOR):
-            segment_start = position
-            position += len(segment) + len(PAGE_SEPARATOR)
+        for segment, segment_start in _segments(text):
             marker = _MARKER.match(segment)
             if marker is not None:
                 page, body_start = int(marker.group(1)), marker.end()
@@ -230,12 +266,24 @@ class PdfParser:
         return ParsedDocument(text=text, title=title, chunks=tuple(chunks), warnings=tuple(warnings))
 
 
-def _error_message(code: str, detail: str) -> str:
-    """The sentence a skip reason or a refused read shows for the child's error code."""
-    if code == "encrypted":
-        return "encrypted PDF (kbseek does not index password-protected or restricted PDFs)"
+def _segments(text: str) -> list[tuple[str, int]]:
+    """Each page's segment of ``text`` and where it starts."""
+    out: list[tuple[str, int]] = []
+    start = 0
+    for cut in _SEPARATORS.finditer(text):
+        out.append((text[start : cut.start()], start))
+        start = cut.end()
+    out.append((text[start:], start))
+    return out
+
+
+def _child_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """The PDF child's error in the codes of the one table of reasons (``unreadable``)."""
+    code, detail = str(answer.get("error")), str(answer.get("detail") or "")
     if code == "missing-pypdf":
-        return f"reading PDF files needs the pypdf package: {INSTALL_HINT}"
-    if code == "memory":
-        return "PDF text extraction ran out of its memory limit (damaged or hostile PDF?)"
-    return f"not a readable PDF: {detail[:300]}" if detail else "not a readable PDF"
+        return {"error": Reason.MISSING_LIBRARY.value, "detail": f"the pypdf package: {INSTALL_HINT}"}
+    if code == "encrypted":
+        return {"error": code, "detail": detail or "it is password-protected or forbids copying its text"}
+    if code == "unreadable":  # pypdf could not parse it: the file is damaged, not of another kind
+        return {"error": Reason.DAMAGED.value, "detail": detail}
+    return answer

@@ -6,8 +6,11 @@ This package runs only inside the extraction child (``_extract_child.py``), whic
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import datetime as dt
 import io
+import re
 import zipfile
 from typing import Any
 
@@ -21,10 +24,20 @@ class Stop(Exception):
 
 
 class Refused(Exception):
-    def __init__(self, code: str, detail: str = "") -> None:
+    """The file is not read; ``code`` is one of kbseek's reason codes (``parsers/unreadable.py``) and
+    ``found``, when known, what the bytes really are (a key of its ``FORMATS``)."""
+
+    def __init__(self, code: str, detail: str = "", found: str | None = None) -> None:
         super().__init__(detail)
         self.code = code
         self.detail = detail
+        self.found = found
+
+    def answer(self) -> dict[str, Any]:
+        answer: dict[str, Any] = {"error": self.code, "detail": self.detail}
+        if self.found is not None:
+            answer["found"] = self.found
+        return answer
 
 
 class Out:
@@ -60,14 +73,218 @@ class Out:
             raise Stop
 
 
+# -- what the bytes are, before a library sees them -------------------------------------------------
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""An OLE compound file: the Office 97-2003 formats, and the container of an encrypted Office file."""
+STRICT_NAMESPACE = "http://purl.oclc.org/ooxml/"
+_SMALL_PART = 1 << 20
+"""Bytes of ``[Content_Types].xml`` or ``_rels/.rels`` read at most to tell what a package is."""
+
+_OLE_STREAMS = (
+    ("EncryptedPackage", "encrypted"), ("WordDocument", "doc"), ("Workbook", "xls"), ("Book", "xls"),
+    ("PowerPoint Document", "ppt"),
+)  # fmt: skip
+"""Stream names of an OLE directory, in the order they decide what the file is."""
+
+_MAIN_TYPES = {
+    "openxmlformats-officedocument.wordprocessingml.document.main": "docx",
+    "ms-word.document.macroenabled.main": "docm",
+    "openxmlformats-officedocument.wordprocessingml.template.main": "dotx",
+    "ms-word.template.macroenabledtemplate.main": "dotm",
+    "openxmlformats-officedocument.spreadsheetml.sheet.main": "xlsx",
+    "ms-excel.sheet.macroenabled.main": "xlsm",
+    "ms-excel.sheet.binary.macroenabled.main": "xlsb",
+    "openxmlformats-officedocument.spreadsheetml.template.main": "xltx",
+    "ms-excel.template.macroenabled.main": "xltm",
+    "ms-excel.addin.macroenabled.main": "xlam",
+    "openxmlformats-officedocument.presentationml.presentation.main": "pptx",
+    "ms-powerpoint.presentation.macroenabled.main": "pptm",
+    "openxmlformats-officedocument.presentationml.slideshow.main": "ppsx",
+    "ms-powerpoint.slideshow.macroenabled.main": "ppsm",
+    "openxmlformats-officedocument.presentationml.template.main": "potx",
+    "ms-powerpoint.template.macroenabled.main": "potm",
+}
+"""The content type of a package's main part (``application/vnd.`` and ``+xml`` left off), by kind."""
+_OPEN_DOCUMENT = {
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+    "application/epub+zip": "epub",
+}
+_MAIN_MEMBERS = (
+    ("word/document.xml", "docx"), ("xl/workbook.xml", "xlsx"), ("xl/workbook.bin", "xlsb"),
+    ("ppt/presentation.xml", "pptx"),
+)  # fmt: skip
+FAMILY = {"docx": {"docx", "dotx"}, "xlsx": {"xlsx", "xltx"}, "pptx": {"pptx", "ppsx", "potx"}}
+"""Kinds a reader of each format is left to try: the format itself, its template and its slide show."""
+MACRO = frozenset({"docm", "dotm", "xlsm", "xltm", "xlam", "pptm", "ppsm", "potm"})
+BINARY = frozenset({"doc", "xls", "ppt", "xlsb", "ole"})
+
+_TAG = re.compile(r"<(?:\w+:)?(Override|Default|Relationship)\b([^>]*)>")
+_ATTRIBUTE = re.compile(r"""([\w:]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+
+
+def sniff(raw: bytes) -> str | None:
+    """What the bytes are, told by their signature (and an OLE file's directory), never by a library:
+    ``empty``, ``encrypted``, ``doc``/``xls``/``ppt``/``ole`` (Office 97-2003), ``zip``, ``pdf``, ``html``,
+    ``rtf``, ``text``; ``None`` for anything else."""
+    if not raw:
+        return "empty"
+    if raw.startswith(OLE_MAGIC):
+        return _ole_kind(raw)
+    if raw.startswith((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")):
+        return "zip"
+    if b"%PDF-" in raw[:1024]:
+        return "pdf"
+    head = raw[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith((b"<!doctype html", b"<html")) or (head.startswith(b"<?xml") and b"<html" in head):
+        return "html"
+    if head.startswith(b"{\\rtf"):
+        return "rtf"
+    sample = raw[:4096]
+    if b"\x00" not in sample:
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
+        except UnicodeDecodeError:
+            return None
+        return "text"
+    return None
+
+
+def _ole_kind(raw: bytes) -> str:
+    """An OLE file's kind from the stream names in its directory: each entry is 128 bytes, aligned to
+    128 in the file, a UTF-16LE name then its length in bytes (terminator included) and its type."""
+    for name, kind in _OLE_STREAMS:
+        key = name.encode("utf-16-le") + b"\x00\x00"
+        at = raw.find(key)
+        while at >= 0:
+            if (
+                at % 128 == 0
+                and len(raw) > at + 66
+                and int.from_bytes(raw[at + 64 : at + 66], "little") == len(key)
+                and raw[at + 66] in (1, 2)  # a storage or a stream
+            ):
+                return kind
+            at = raw.find(key, at + 1)
+    return "ole"
+
+
+def _small_member(package: zipfile.ZipFile, name: str) -> str:
+    try:
+        with package.open(name) as stream:
+            return stream.read(_SMALL_PART).decode("utf-8", "replace")
+    except KeyError:
+        return ""
+
+
+def _tags(xml: str, tag: str) -> list[dict[str, str]]:
+    return [
+        {key.rsplit(":", 1)[-1]: a or b for key, a, b in _ATTRIBUTE.findall(attributes)}
+        for name, attributes in _TAG.findall(xml)
+        if name == tag
+    ]
+
+
+def package_kind(package: zipfile.ZipFile) -> str | None:
+    """What a zip package holds, by its main part's content type (OOXML) or its ``mimetype`` (OpenDocument,
+    EPUB): a key of kbseek's ``FORMATS``, ``zip`` for an archive that is no document, ``None`` when the
+    package says nothing this can tell (a reader is left to try)."""
+    names = set(package.namelist())
+    if "[Content_Types].xml" in names:
+        types = _small_member(package, "[Content_Types].xml")
+        main = next(
+            (r.get("Target", "") for r in _tags(_small_member(package, "_rels/.rels"), "Relationship")
+             if r.get("Type", "").endswith("/officeDocument")),
+            "",
+        )  # fmt: skip
+        part = "/" + main.lstrip("/")
+        extension = part.rsplit(".", 1)[-1].lower() if "." in part else ""
+        overrides = {
+            o.get("PartName", "").lower(): o.get("ContentType", "") for o in _tags(types, "Override")
+        }
+        defaults = {d.get("Extension", "").lower(): d.get("ContentType", "") for d in _tags(types, "Default")}
+        declared = overrides.get(part.lower()) or (defaults.get(extension, "") if main else "")
+        for content_type in (declared, *overrides.values()):
+            kind = _MAIN_TYPES.get(content_type.lower().removeprefix("application/vnd.").removesuffix("+xml"))
+            if kind is not None:
+                return kind
+    if "mimetype" in names:
+        kind = _OPEN_DOCUMENT.get(_small_member(package, "mimetype").strip())
+        if kind is not None:
+            return kind
+    for member, kind in _MAIN_MEMBERS:
+        if member in names:
+            return kind
+    return None if "[Content_Types].xml" in names else "zip"
+
+
+def is_strict(package: zipfile.ZipFile) -> bool:
+    """Whether the package is Strict Open XML (ISO/IEC 29500 Strict): its relationships and parts are
+    in the ``http://purl.oclc.org/ooxml/`` namespaces, which readers of the usual form may not know."""
+    return STRICT_NAMESPACE in _small_member(package, "_rels/.rels")
+
+
+def check_package(raw: bytes, fmt: str, budget: int) -> bool:
+    """Refuse an Office file that is not what its extension says, before any library reads it.
+
+    What the bytes are decides the reason: 0 bytes, an encrypted package, an Office 97-2003 file, a PDF,
+    an HTML page, a zip that ends early, a package of another kind or a macro-enabled one; then the
+    zip's sizes are checked against ``budget`` (:func:`check_zip`). Returns whether the package is
+    Strict Open XML, which is read like any other: a reader that cannot, says so with that in mind.
+    """
+    kind = sniff(raw)
+    if kind == "empty":
+        raise Refused("empty")
+    if kind == "encrypted":
+        raise Refused("encrypted", "it is password-protected (an encrypted Office package)")
+    if kind in BINARY:
+        raise Refused("legacy", found=kind)
+    if kind is None:
+        raise Refused(
+            "unreadable",
+            f"it is not a zip package, as every .{fmt} file is, nor another format kbseek recognises",
+        )
+    if kind != "zip":
+        raise Refused("other-format", found=kind)
+    check_zip(raw, budget)
+    with zipfile.ZipFile(io.BytesIO(raw)) as package:
+        found = package_kind(package)
+        if found in MACRO:
+            raise Refused("macro", found=found)
+        if found in BINARY:
+            raise Refused("legacy", found=found)
+        if found is not None and found not in FAMILY.get(fmt, {fmt}):
+            raise Refused("other-format", found=found)
+        return is_strict(package)
+
+
+def check_markup(raw: bytes) -> None:
+    """Refuse a file named as HTML whose bytes are a binary format (a zip, an Office or a PDF file)."""
+    kind = sniff(raw)
+    if kind == "empty":
+        raise Refused("empty")
+    if kind == "encrypted":
+        raise Refused("encrypted", "it is a password-protected Office file")
+    if kind in BINARY:
+        raise Refused("legacy", found=kind)
+    if kind == "zip":
+        with (
+            contextlib.suppress(zipfile.BadZipFile, OSError, ValueError),
+            zipfile.ZipFile(io.BytesIO(raw)) as zf,
+        ):
+            kind = package_kind(zf) or "zip"
+        raise Refused("other-format", found=kind)
+    if kind == "pdf":
+        raise Refused("other-format", found=kind)
+
+
 def check_zip(raw: bytes, budget: int) -> None:
     """Refuse a package that is not a zip, or inflates past ``budget`` bytes, before any library reads it."""
     try:
         package = zipfile.ZipFile(io.BytesIO(raw))
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise Refused(
-            "corrupt", f"not a zip package ({exc}); encrypted, damaged or an older binary format?"
-        ) from None
+        raise Refused("damaged", _zip_damage(raw, exc)) from None
     with package:
         members = package.infolist()
         if len(members) > MAX_MEMBERS:
@@ -88,11 +305,33 @@ def check_zip(raw: bytes, budget: int) -> None:
             except Refused:
                 raise
             except RuntimeError as exc:  # zipfile: "File ... is encrypted"
-                raise Refused("corrupt", f"{member.filename}: {exc}") from None
+                raise Refused("encrypted", f"its part {member.filename} is encrypted ({exc})") from None
             except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
-                raise Refused("corrupt", f"{member.filename}: {exc}") from None
+                raise Refused("damaged", f"its part {member.filename} is broken ({exc})") from None
             except Exception as exc:  # zlib.error and the like
-                raise Refused("corrupt", f"{member.filename}: {type(exc).__name__}: {exc}") from None
+                raise Refused("damaged", f"its part {member.filename} is broken ({exc})") from None
+
+
+def _zip_damage(raw: bytes, exc: Exception) -> str:
+    if str(exc) == "File is not a zip file" and raw.startswith(b"PK"):
+        return f"its zip package ends early: the table of its parts is missing ({len(raw)} bytes)"
+    return f"its zip package is broken ({exc})"
+
+
+def failure(exc: Exception, strict: bool) -> dict[str, Any]:
+    """A reader's exception as a refusal: a Strict package said as Strict, broken XML as damage."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, KeyError) and exc.args:
+        message = f"a part it needs is missing ({' '.join(str(exc.args[0]).split())})"
+    if strict:
+        return Refused("strict", message).answer()
+    if type(exc).__name__ in ("XMLSyntaxError", "ParseError", "ExpatError"):
+        if "depth" in message.lower():
+            return Refused("unreadable", "its XML is nested too deeply to read").answer()
+        return Refused("damaged", f"its XML is malformed ({message})").answer()
+    if isinstance(exc, (zipfile.BadZipFile, EOFError)) or type(exc).__name__ == "error":  # zlib.error
+        return Refused("damaged", message).answer()
+    return Refused("unreadable", message).answer()
 
 
 def when(value: object) -> str | None:
