@@ -35,3 +35,18 @@ def example_copy(parent: Path) -> Path:
     if not destination.exists():
         copy_fixture(EXAMPLE_KB, destination)
     return destination
+
+
+REALFILES = ROOT.parent / "shared" / "realfiles"
+"""Office, HTML and notebook files from other projects' test suites, beside the checkout (its README
+names their sources and licences); never part of the package."""
+
+
+def real_file(relative: str) -> bytes:
+    """The bytes of ``REALFILES / relative``; the test is skipped, saying why, where they are absent."""
+    path = REALFILES / relative
+    if not path.is_file():
+        import pytest
+
+        pytest.skip(f"{path} is absent: the real test files live beside the checkout in ../shared/realfiles")
+    return path.read_bytes()

@@ -67,7 +67,7 @@ def zeros_member(package: bytes, name: str, size: int) -> bytes:
 def test_a_zip_bomb_is_refused_by_the_sizes_its_members_declare() -> None:
     bomb = zeros_member(small_docx(), "word/media/image1.png", 300 << 20)
     assert len(bomb) < 1 << 20  # 300 MiB of zeros in well under a megabyte
-    with pytest.raises(ValueError, match=r"^refused as a zip bomb: its members declare \d+ bytes"):
+    with pytest.raises(ValueError, match=r"^zip bomb: its members declare \d+ bytes"):
         DocxParser().decode(bomb)
 
 
@@ -92,15 +92,13 @@ def test_a_member_inflating_past_its_declared_size_is_refused_not_inflated() -> 
     lying = _lie_about_size(honest, "word/media/big.bin", 1024)
     with zipfile.ZipFile(io.BytesIO(lying)) as archive:
         assert sum(i.file_size for i in archive.infolist()) < 1 << 20  # the declared sizes pass the budget
-    with pytest.raises(
-        ValueError, match=r"^not a readable Word \(\.docx\) file: word/media/big\.bin: Bad CRC"
-    ):
+    with pytest.raises(ValueError, match=r"^damaged: its part word/media/big\.bin is broken \(Bad CRC"):
         DocxParser().decode(lying)
 
 
 def test_the_actual_inflated_size_counts_against_the_budget_too() -> None:
     package = zeros_member(small_docx(), "word/media/big.bin", 4 << 20)
-    with pytest.raises(ValueError, match=r"^refused as a zip bomb"):
+    with pytest.raises(ValueError, match=r"^zip bomb: "):
         DocxParser(zip_budget=2 << 20).decode(package)
 
 
@@ -119,7 +117,9 @@ def test_the_actual_inflated_size_counts_against_the_budget_too() -> None:
     ids=["truncated", "bad-zip", "ole", "broken-xml", "wrong-package"],
 )
 def test_a_truncated_or_corrupt_file_is_refused_with_the_reason(parser: DocxParser, raw: bytes) -> None:
-    with pytest.raises(ValueError, match=r"^not a readable (Word|Excel) \(\.(docx|xlsx)\) file: \S"):
+    with pytest.raises(
+        ValueError, match=r"^(damaged|unreadable|wrong extension): \S.*; .*(open it in|rename|give it)"
+    ):
         parser.decode(raw)
 
 
@@ -141,16 +141,17 @@ def test_a_sheet_of_a_million_cells_stops_at_the_cell_cap_with_a_note() -> None:
     assert parser.parse("big.xlsx", text, parser_options()).warnings[-1].startswith("truncated: kbseek reads")
 
 
-def test_a_sparse_sheet_spanning_the_whole_grid_is_streamed_and_capped_not_allocated() -> None:
+def test_a_sparse_sheet_spanning_the_whole_grid_is_streamed_not_allocated() -> None:
     book = openpyxl.Workbook()
     book.active["A1"] = "corner"
     book.active["XFD1048576"] = "far corner"  # a dense reader allocates 17 billion cells for this
     began = time.monotonic()
     text = XlsxParser().decode(saved(book))
-    assert "## A1:A1\n\n```tsv\ncorner\n```" in text  # each empty row counts as a cell against the cap
-    assert text.endswith(
-        "[truncated: kbseek reads at most 300000 spreadsheet cells of a file; the rest is left out]\n"
-    )
+    # Empty rows count for nothing against the cap, so both corners come through and nothing is
+    # said to be left out.
+    assert "## A1:A1\n\n```tsv\ncorner\n```" in text
+    assert "## XFD1048576:XFD1048576" in text and "far corner" in text
+    assert "[truncated:" not in text
     assert time.monotonic() - began < 25
 
 
@@ -181,7 +182,7 @@ def test_tables_nested_past_the_xml_depth_limit_are_refused_not_recursed() -> No
     with zipfile.ZipFile(io.BytesIO(package)) as archive:
         xml = archive.read("word/document.xml").decode()
     body = xml.index("<w:body>") + len("<w:body>")
-    with pytest.raises(ValueError, match=r"^not a readable Word \(\.docx\) file: .*(depth|deep)"):
+    with pytest.raises(ValueError, match=r"^unreadable: .*(depth|deep)"):
         DocxParser().decode(
             rewrite(package, {"word/document.xml": (xml[:body] + inner + xml[body:]).encode()})
         )
@@ -297,7 +298,9 @@ class _Stalling(DocxParser):
 
 def test_a_child_over_the_time_limit_is_killed_and_the_file_refused() -> None:
     began = time.monotonic()
-    with pytest.raises(ValueError, match=r"^Word \(\.docx\) text extraction took longer than 1 s$"):
+    with pytest.raises(
+        ValueError, match=r"^took too long: reading it took longer than 1 s, the time one file may take; "
+    ):
         _Stalling(time_limit_s=1.0).decode(small_docx())
     assert time.monotonic() - began < 10
 
@@ -313,8 +316,8 @@ def test_hostile_files_are_skipped_with_reasons_status_shows_and_the_pass_goes_o
     report = core.index()
     assert report.added == ["good.docx"]
     reasons = {s.path: s.reason for s in core.status().skipped}
-    assert reasons["bomb.docx"].startswith("cannot decode: refused as a zip bomb")
-    assert reasons["cut.xlsx"].startswith("cannot decode: not a readable Excel (.xlsx) file")
-    assert reasons["loop.ipynb"].startswith("cannot decode: not a readable notebook")
+    assert reasons["bomb.docx"].startswith("zip bomb: ")
+    assert reasons["cut.xlsx"].startswith("damaged: its zip package ends early")
+    assert "not a readable notebook" in reasons["loop.ipynb"]
     assert core.search("failover drill").hits[0].path == "good.docx"
     core.close()

@@ -15,6 +15,7 @@ from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.chunker import ChunkOptions, LineIndex
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.parsers.markdown import MarkdownParser
+from kbseek.ingest.parsers.text import decode_warnings
 
 PARSER = MarkdownParser()
 ROOMY = ChunkOptions(target_chars=1000, max_chars=1600, overlap_chars=150, min_chars=0)
@@ -42,9 +43,15 @@ def test_decoding_strips_a_bom_and_keeps_line_endings() -> None:
     assert PARSER.decode("\ufeff# Title\r\nbody\r\n".encode()) == "# Title\r\nbody\r\n"
 
 
-def test_decoding_rejects_text_that_is_not_utf8() -> None:
-    with pytest.raises(UnicodeDecodeError):
-        PARSER.decode("障害".encode("shift_jis"))
+def test_text_that_is_not_utf8_is_decoded_only_when_the_encoding_is_sure() -> None:
+    """Shift_JIS kanji whose only clean reading is cp932 are read so, and say so; one accented
+    letter is too little to tell an encoding by, and is refused rather than guessed."""
+    decoded = PARSER.decode("障害".encode("shift_jis"))
+    assert decoded == "障害" and decode_warnings(decoded) == (
+        "decoded from cp932 (Shift_JIS); served as UTF-8",
+    )
+    with pytest.raises(ValueError, match=r"^not text in a known encoding: "):
+        PARSER.decode(b"caf\xe9")
 
 
 # ------------------------------------------------------------- frontmatter

@@ -39,7 +39,7 @@ from markdown_it.rules_block.table import table as gfm_table
 from kbseek.documents import Link, ParsedDocument
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
 from kbseek.ingest.links import markdown_links
-from kbseek.ingest.parsers.text import decode_utf8, title_from_path
+from kbseek.ingest.parsers.text import decode_text, decode_warnings, title_from_path
 from kbseek.text.display import display_line
 
 _TOP_LEVEL_KINDS: dict[str, BlockKind] = {
@@ -77,9 +77,11 @@ class MarkdownParser:
         self._md.block.ruler.at("table", _table_outline, {"alt": ["paragraph", "reference"]})
 
     def decode(self, raw: bytes) -> str:
-        return decode_utf8(raw)
+        return decode_text(raw)  # UTF-8, else a legacy encoding it is sure of, else refused
 
     def parse(self, path: str, text: str, options: ChunkOptions) -> ParsedDocument:
+        decoded = decode_warnings(text)  # "decoded from cp932 (Shift_JIS)" for a legacy file
+        text = str(text)
         lines = LineIndex(text)
         meta = read_frontmatter(text, lines)
         blocks = self.blocks(text, lines, meta.body_line)
@@ -93,7 +95,7 @@ class MarkdownParser:
             tags=meta.tags,
             date=meta.date,
             chunks=chunks,
-            warnings=meta.warnings,
+            warnings=(*decoded, *meta.warnings),
             links=markdown_links(path, text[body_start:]),
         )
 

@@ -1,15 +1,18 @@
 """Plain text files: paragraphs separated by blank lines, no headings.
 
 Also home to the two helpers every text-like format shares: how bytes become
-the served text, and how a file's name becomes its fallback title.
+the served text (:func:`decode_text`), and how a file's name becomes its fallback title.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 from pathlib import PurePosixPath
 
 from kbseek.documents import ParsedDocument
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
+from kbseek.ingest.parsers.unreadable import Reason, Unreadable
 
 _BOM = "\ufeff"
 
@@ -25,6 +28,214 @@ def decode_utf8(raw: bytes) -> str:
     """
     text = raw.decode("utf-8")
     return text[1:] if text.startswith(_BOM) else text
+
+
+# ------------------------------------------------------------------ legacy encodings
+
+
+class DecodedText(str):
+    """Served text that was not UTF-8 in the file, carrying the encoding it was decoded from.
+
+    ``decode`` returns ``str`` and ``parse`` receives only that text, so the fact "this note was
+    cp932" travels *with the value*: a ``str`` subclass, which every caller (the indexer, the guard,
+    the store) takes for the ``str`` it is, and which ``parse`` turns into a warning
+    (:func:`decode_warnings`). No state is kept between the two calls, so nothing goes stale or races
+    between threads; a cache keyed by the bytes' hash would be both, and ``parse`` never sees the
+    bytes to detect again. A UTF-8 file, by far the common case, gets a plain ``str``.
+    """
+
+    encoding: str
+    """How the warning names the encoding: ``cp932 (Shift_JIS)``."""
+
+    def __new__(cls, text: str, encoding: str) -> DecodedText:
+        made = super().__new__(cls, text)
+        made.encoding = encoding
+        return made
+
+
+def decode_warnings(text: str) -> tuple[str, ...]:
+    """The warning that ``kbseek status`` lists for text decoded from a legacy encoding; none for UTF-8."""
+    if isinstance(text, DecodedText):
+        return (f"decoded from {text.encoding}; served as UTF-8",)
+    return ()
+
+
+_UTF_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32"),  # before UTF-16: FF FE 00 00 starts with FF FE
+    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),
+    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
+)
+_JIS_ESCAPE = re.compile(rb"\x1b(?:\$[@B]|\$\(D|\(I)")
+"""An ISO-2022-JP designation (JIS X 0208, JIS X 0212, half-width katakana). ISO-2022-JP is 7-bit,
+so it is valid UTF-8 too (the escapes read as control characters): 7-bit text is looked at for these
+before UTF-8 wins."""
+_ISO_2022_JP = ("iso2022_jp_ext", "iso2022_jp_2", "iso2022_jp_2004")
+
+LEGACY: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "cp932": (("cp932",), "cp932 (Shift_JIS)", "CP932"),
+    "euc_jp": (("euc_jp", "euc_jis_2004"), "EUC-JP", "EUC-JP"),
+    "cp1252": (("cp1252",), "cp1252 (Windows Western)", "CP1252"),
+}
+"""The legacy encodings a note is read in, as charset-normalizer names them: the Python codecs that
+decode one (the first that reads the bytes strictly wins), how a message names it, and its
+``iconv`` name.
+
+- ``cp932`` is Shift_JIS as Windows writes it, and as browsers read every Shift_JIS label: strict
+  Shift_JIS lacks the NEC and IBM extensions (①, ㈱, 髙), which Japanese files are full of.
+- ``euc_jp`` is EUC-JP as Unix systems wrote it; ``euc_jis_2004`` adds the NEC row 13 (①, ㈱)
+  that Windows-made EUC-JP (cp51932, which Python lacks) uses.
+- ``cp1252`` is Western text from Windows ("ANSI" Notepad), a superset of Latin-1's letters. Latin-1
+  itself is no candidate: it reads every byte, so it would accept every wrong guess.
+
+Chinese, Korean and Cyrillic encodings are left out on purpose: kbseek serves English and
+Japanese notes, and each one more candidate is one more way to read a short Japanese note
+wrongly; such a file is refused with its reason rather than read as kanji it does not hold.
+"""
+_JAPANESE = ("cp932", "euc_jp")
+_UNCLEAN = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
+"""In a decoded note, the sign of a wrong guess: control characters, C1 controls, the private use
+area (cp932's user-defined rows) and replacement characters."""
+_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa\u30fc]")
+_HALFWIDTH_KANA = re.compile("[\uff61-\uff9f]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+MIN_KANA_SHARE = 0.05
+"""Hiragana and full-width katakana among the non-ASCII characters of a sure Japanese reading.
+Japanese prose is a third kana or more; Chinese or Korean bytes read as Japanese give kanji with
+next to no kana, because the kana rows of EUC-JP and Shift_JIS are rare or absent in those."""
+
+
+def decode_text(raw: bytes) -> str:
+    """The served text of a text file (Markdown, plain text), from whatever encoding it is sure of.
+
+    In order: UTF-8, with or without a byte-order mark (a plain ``str``, as before); UTF-16 or
+    UTF-32 *with* a byte-order mark; ISO-2022-JP, 7-bit text with its escapes; otherwise a legacy
+    encoding (:data:`LEGACY`) chosen by :func:`legacy_reading`, or
+    :class:`~kbseek.ingest.parsers.unreadable.Unreadable` (a ``ValueError``, reason ``ENCODING``) saying
+    why none was sure and how to convert the file. Text not from UTF-8 is a :class:`DecodedText`, so
+    ``parse`` can warn that it was converted.
+
+    Line endings are kept (chunk offsets slice this text). Offsets then slice the *decoded* text,
+    which is what ``get`` serves, decoded by this same function.
+    """
+    for bom, codec, label in _UTF_BOMS:
+        if raw.startswith(bom):
+            try:
+                return DecodedText(raw.decode(codec), label)
+            except UnicodeDecodeError as exc:
+                raise Unreadable(
+                    Reason.ENCODING,
+                    f"it starts with a {label} byte-order mark, but is not valid {label} text ({exc.reason} "
+                    f"at offset {exc.start})",
+                ) from None
+    try:
+        text = decode_utf8(raw)
+    except UnicodeDecodeError as exc:
+        utf8_error = exc
+    else:
+        if (jis := _iso_2022_jp(raw)) is not None:
+            return DecodedText(jis, "ISO-2022-JP")
+        return text
+    text, label = guess_legacy(raw, utf8_error)
+    return DecodedText(text, label)
+
+
+def _iso_2022_jp(raw: bytes) -> str | None:
+    """``raw`` as ISO-2022-JP when it is 7-bit, has JIS escapes and reads as such; else ``None``
+    (UTF-8 text with an escape sequence in it stays UTF-8 text, as it always was)."""
+    if not raw.isascii() or _JIS_ESCAPE.search(raw) is None:
+        return None
+    for codec in _ISO_2022_JP:
+        try:
+            return raw.decode(codec)
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def guess_legacy(raw: bytes, utf8_error: UnicodeDecodeError) -> tuple[str, str]:
+    """``raw`` decoded from the legacy encoding it is surely in, and that encoding's label; or
+    :class:`~kbseek.ingest.parsers.unreadable.Unreadable` (a ``ValueError``) naming the likely ones."""
+    reading = legacy_reading(raw)
+    if isinstance(reading, tuple):
+        return reading
+    raise Unreadable(Reason.ENCODING, _unsure(reading, utf8_error))
+
+
+def legacy_reading(raw: bytes) -> tuple[str, str] | list[str]:
+    """The text and label of the one sure reading of ``raw`` in a :data:`LEGACY` encoding, or the
+    names of the likely encodings (perhaps none) when no reading is sure.
+
+    charset-normalizer ranks the candidates and drops readings whose "mess" is over its threshold;
+    each surviving reading is then decoded strictly and must be clean (no control, private-use or
+    replacement characters). Which clean reading is *sure*:
+
+    1. exactly one Japanese reading that has kana (:data:`MIN_KANA_SHARE`);
+    2. else cp1252, when no Japanese reading is clean and charset-normalizer recognises a
+       language in it (a few accented letters alone say little: é is й in cp1251);
+    3. else cp932 read as kanji only, when it is the only clean reading at all and has no
+       half-width katakana (Chinese and Korean bytes read as cp932 give half-width katakana).
+
+    Anything else is unsure: a wrong guess would index mojibake, which no search finds and every
+    reader sees. The extraction child decides an HTML page without a declared charset by the same
+    rules (``child/extraction/web.py``: it imports nothing from kbseek, so it holds a copy, and
+    ``tests/unit/test_encodings.py`` holds the two to the same answers).
+    """
+    from charset_normalizer import from_bytes
+
+    codecs_tried = [codec for codecs_, _, _ in LEGACY.values() for codec in codecs_]
+    matches = {
+        name: m for m in from_bytes(raw, cp_isolation=codecs_tried) for name in m.could_be_from_charset
+    }
+    plausible: dict[str, float] = {}  # candidate → charset-normalizer's coherence of its reading
+    readings: dict[str, str] = {}
+    for name, (codecs_, _, _) in LEGACY.items():
+        if found := [matches[c] for c in codecs_ if c in matches]:
+            plausible[name] = max(m.coherence for m in found)
+        for codec in codecs_:
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError:
+                continue
+            if not _UNCLEAN.search(text):
+                readings[name] = text
+            break
+    japanese = [n for n in _JAPANESE if n in readings and n in plausible]
+    with_kana = [n for n in japanese if _kana_share(readings[n]) >= MIN_KANA_SHARE]
+    sure: str | None = None
+    if len(with_kana) == 1:
+        sure = with_kana[0]
+    elif not japanese and "cp1252" in readings and plausible.get("cp1252", 0.0) > 0:
+        sure = "cp1252"
+    elif (
+        list(readings) == ["cp932"] and "cp932" in plausible and not _HALFWIDTH_KANA.search(readings["cp932"])
+    ):
+        sure = "cp932"
+    if sure is not None:
+        return readings[sure], LEGACY[sure][1]
+    return list(dict.fromkeys([*with_kana, *japanese, *(n for n in plausible if n in readings)]))
+
+
+def _kana_share(text: str) -> float:
+    non_ascii = len(_NON_ASCII.findall(text))
+    return len(_KANA.findall(text)) / non_ascii if non_ascii else 0.0
+
+
+def _unsure(likely: list[str], utf8_error: UnicodeDecodeError) -> str:
+    bad = f"byte 0x{utf8_error.object[utf8_error.start]:02X} at offset {utf8_error.start} is not valid UTF-8 text"
+    if not likely:
+        return (
+            f"{bad}, nor is the file Shift_JIS, EUC-JP, ISO-2022-JP or Windows Western text (binary data, "
+            "or another encoding?); if it is text, convert it (iconv -f <its encoding> -t UTF-8)"
+        )
+    names = " or ".join(LEGACY[n][1] for n in likely)
+    return (
+        f"{bad}, and the file's encoding is not certain (most likely {names}): a wrong guess would serve "
+        f"garbled text; convert it (iconv -f {LEGACY[likely[0]][2]} -t UTF-8)"
+    )
+
+
+# ------------------------------------------------------------------ plain text
 
 
 def title_from_path(path: str) -> str:
@@ -58,10 +269,12 @@ class TextParser:
     media_type = "text/plain"
 
     def decode(self, raw: bytes) -> str:
-        return decode_utf8(raw)
+        return decode_text(raw)
 
     def parse(self, path: str, text: str, options: ChunkOptions) -> ParsedDocument:
+        warnings = decode_warnings(text)
+        text = str(text)  # a plain str from here on: the warning is taken
         title = title_from_path(path)
         blocks = paragraph_blocks(text, LineIndex(text))
         chunks = build_chunks(path, text, blocks, title=title, options=options)
-        return ParsedDocument(text=text, title=title, chunks=chunks)
+        return ParsedDocument(text=text, title=title, chunks=chunks, warnings=warnings)

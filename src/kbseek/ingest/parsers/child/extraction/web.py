@@ -1,5 +1,8 @@
 """HTML through the standard library's ``html.parser``: the text of ``<main>`` or ``<article>`` when the
-page has one, with scripts, styles, navigation, headers, footers and forms dropped."""
+page has one, with scripts, styles, navigation, headers, footers and forms dropped.
+
+The bytes are decoded as a browser decodes them (:func:`decode_html`), with one difference: a page
+whose encoding is not sure is refused with the likely one named, where a browser shows mojibake."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
-from .common import Out
+from .common import Out, Refused
 
 _DROPPED = frozenset(
     {"script", "style", "nav", "header", "footer", "aside", "noscript", "template", "svg", "form",
@@ -138,22 +141,204 @@ class _Page(HTMLParser):
                 self.text.append(data)
 
 
-def _decode_html(raw: bytes) -> str:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        declared = re.search(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", raw[:2048])
+# ------------------------------------------------------------------ encodings
+
+_UTF8 = "utf-8"
+_WINDOWS_1252 = "windows-1252"
+_LABEL_TABLE = """
+utf-8: unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8
+utf-8: csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff unicodefffe utf-16 utf-16be utf-16le
+cp932: csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis
+euc_jp: cseucpkdfmtjapanese euc-jp x-euc-jp
+iso2022_jp: csiso2022jp iso-2022-jp
+windows-1252: ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1
+windows-1252: iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252
+gb18030: chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk gb18030
+big5hkscs: big5 big5-hkscs cn-big5 csbig5 x-x-big5
+cp949: cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 ksc_5601
+cp949: windows-949
+cp1250: windows-1250 x-cp1250
+cp1251: windows-1251 x-cp1251
+cp1254: windows-1254 x-cp1254 iso-8859-9 iso8859-9 latin5 l5
+koi8_r: cskoi8r koi koi8 koi8-r koi8_r
+koi8_u: koi8-ru koi8-u
+iso8859_2: iso-8859-2 iso8859-2 latin2 l2
+iso8859_15: iso-8859-15 iso8859-15 latin-9 l9
+"""
+_LABELS: dict[str, str] = {
+    label: codec
+    for line in _LABEL_TABLE.strip().splitlines()
+    for codec, labels in [line.split(": ")]
+    for label in labels.split()
+}
+"""Charset labels of the WHATWG Encoding Standard, to the Python codec that decodes as a browser does
+(the Japanese ones and the common ones; a ``<meta>`` that declares UTF-16 means UTF-8, as the
+standard's prescan reads it). Every Shift_JIS label is Windows-31J (``cp932``: strict Shift_JIS lacks 髙 and ①),
+every Latin-1 and ASCII label windows-1252 (:func:`_windows_1252`), GBK labels GB18030, EUC-KR
+labels windows-949. EUC-JP is Python's ``euc_jp``, then ``euc_jis_2004`` for the NEC row (①, ㈱);
+neither has the IBM kanji that browsers' EUC-JP maps past row 88, so a page using them is read as
+an undeclared one would be (and refused when that is not sure). A label not in the table is
+ignored, as browsers ignore one they do not know."""
+
+_CP1252_C1 = {
+    b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+}
+_NAMES = {
+    "cp932": "cp932 (Shift_JIS)", "euc_jp": "EUC-JP", "iso2022_jp": "ISO-2022-JP",
+    _WINDOWS_1252: "cp1252 (Windows Western)", "gb18030": "GB18030", "big5hkscs": "Big5", "cp949": "EUC-KR",
+}  # fmt: skip
+_FALLBACKS = {
+    "euc_jp": ("euc_jp", "euc_jis_2004"),
+    "iso2022_jp": ("iso2022_jp_ext", "iso2022_jp_2", "iso2022_jp_2004"),
+}
+_DECLARED = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.IGNORECASE)
+_JIS_ESCAPE = re.compile(rb"\x1b(?:\$[@B]|\$\(D|\(I)")
+
+
+def _windows_1252(raw: bytes) -> str:
+    """windows-1252 as browsers decode it: cp1252, with its five unassigned bytes as C1 controls, so
+    it never fails (Python's ``cp1252`` raises on them)."""
+    return raw.decode("latin-1").translate(_CP1252_C1)
+
+
+def _decode_as(raw: bytes, codec: str) -> str | None:
+    """``raw`` in ``codec`` read strictly (its variants in turn), or ``None``."""
+    if codec == _WINDOWS_1252:
+        return _windows_1252(raw)
+    for variant in _FALLBACKS.get(codec, (codec,)):
         try:
-            return raw.decode(declared[1].decode("ascii") if declared else "cp1252", "replace")
-        except LookupError:
-            return raw.decode("cp1252", "replace")
+            return raw.decode(variant)
+        except (UnicodeDecodeError, LookupError):
+            continue
+    return None
+
+
+def decode_html(raw: bytes) -> tuple[str, str | None]:
+    """The text of a page, and the label of its encoding when that is not UTF-8.
+
+    As a browser decides, except where a browser would show garbage: a byte-order mark first, then
+    UTF-8 when the bytes are valid UTF-8 (a page mislabelled in its ``<meta>`` is common, a non-UTF-8
+    page that happens to be valid UTF-8 is not), then the declared charset (:data:`_LABELS`) read
+    strictly. A page that declares nothing, or whose bytes its declaration does not read, is read by
+    the legacy-encoding rules of kbseek's text notes (:func:`legacy_reading`), and refused with the
+    likely encoding named when none is sure: never decoded as garbage without a word.
+    """
+    for bom, bom_codec, named in (
+        (b"\xef\xbb\xbf", "utf-8", None), (b"\xff\xfe", "utf-16", "UTF-16"), (b"\xfe\xff", "utf-16", "UTF-16"),
+    ):  # fmt: skip
+        if raw.startswith(bom):
+            try:
+                return raw.decode(bom_codec).removeprefix("\ufeff"), named
+            except UnicodeDecodeError:
+                if bom_codec != "utf-8":
+                    raise Refused(
+                        "encoding", f"it starts with a {named} byte-order mark, but is not {named}"
+                    ) from None
+                raw = raw[len(bom) :]  # a UTF-8 mark on bytes that are not: what they are is decided below
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        utf8_error = exc
+    else:
+        if raw.isascii() and _JIS_ESCAPE.search(raw) and (jis := _decode_as(raw, "iso2022_jp")) is not None:
+            return jis, _NAMES["iso2022_jp"]  # 7-bit, so valid UTF-8 too: its escapes say what it is
+        return text, None
+    declared = _DECLARED.search(raw[:2048])
+    label = declared[1].decode("ascii").lower() if declared else ""
+    codec = _LABELS.get(label)
+    if codec is not None and codec != _UTF8 and (as_declared := _decode_as(raw, codec)) is not None:
+        if (
+            codec == _WINDOWS_1252
+            and isinstance(sure := legacy_reading(raw), tuple)
+            and sure[1] in _JAPANESE_NAMES
+        ):
+            return sure  # a Japanese page under a template's Latin-1 label, which reads any byte
+        return as_declared, _NAMES.get(codec, label)
+    reading = legacy_reading(raw)
+    if isinstance(reading, tuple):
+        return reading
+    said = f"it declares {label}, which does not read its bytes" if codec else "it declares no charset"
+    bad = f"byte 0x{raw[utf8_error.start]:02X} at offset {utf8_error.start} is not valid UTF-8"
+    if not reading:
+        detail = (
+            f"{bad}, {said}, and it is not Shift_JIS, EUC-JP or Windows Western text; declare its charset "
+            "(<meta charset=...>) or convert it to UTF-8"
+        )
+    else:
+        names = " or ".join(_LEGACY[n][1] for n in reading)
+        detail = (
+            f"{bad}, {said}, and its encoding is not certain (most likely {names}); declare it "
+            f"(<meta charset=...>) or convert it to UTF-8 (iconv -f {_ICONV[reading[0]]} -t UTF-8)"
+        )
+    raise Refused("encoding", detail)
+
+
+# A copy of kbseek.ingest.parsers.text.legacy_reading and its constants: this package imports nothing
+# from kbseek. tests/unit/test_encodings.py checks that the two give the same answers.
+
+_LEGACY: dict[str, tuple[tuple[str, ...], str]] = {
+    "cp932": (("cp932",), "cp932 (Shift_JIS)"),
+    "euc_jp": (("euc_jp", "euc_jis_2004"), "EUC-JP"),
+    "cp1252": (("cp1252",), "cp1252 (Windows Western)"),
+}
+_ICONV = {"cp932": "CP932", "euc_jp": "EUC-JP", "cp1252": "CP1252"}
+_JAPANESE = ("cp932", "euc_jp")
+_JAPANESE_NAMES = frozenset(_LEGACY[n][1] for n in _JAPANESE)
+_UNCLEAN = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
+_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa\u30fc]")
+_HALFWIDTH_KANA = re.compile("[\uff61-\uff9f]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+MIN_KANA_SHARE = 0.05
+
+
+def legacy_reading(raw: bytes) -> tuple[str, str] | list[str]:
+    """The one sure reading of ``raw`` in a legacy encoding (text, label), or the likely encodings."""
+    from charset_normalizer import from_bytes
+
+    codecs_tried = [codec for codecs_, _ in _LEGACY.values() for codec in codecs_]
+    matches = {
+        name: m for m in from_bytes(raw, cp_isolation=codecs_tried) for name in m.could_be_from_charset
+    }
+    plausible: dict[str, float] = {}
+    readings: dict[str, str] = {}
+    for name, (codecs_, _) in _LEGACY.items():
+        if found := [matches[c] for c in codecs_ if c in matches]:
+            plausible[name] = max(m.coherence for m in found)
+        for codec in codecs_:
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError:
+                continue
+            if not _UNCLEAN.search(text):
+                readings[name] = text
+            break
+    japanese = [n for n in _JAPANESE if n in readings and n in plausible]
+    with_kana = [n for n in japanese if _kana_share(readings[n]) >= MIN_KANA_SHARE]
+    sure: str | None = None
+    if len(with_kana) == 1:
+        sure = with_kana[0]
+    elif not japanese and "cp1252" in readings and plausible.get("cp1252", 0.0) > 0:
+        sure = "cp1252"
+    elif (
+        list(readings) == ["cp932"] and "cp932" in plausible and not _HALFWIDTH_KANA.search(readings["cp932"])
+    ):
+        sure = "cp932"
+    if sure is not None:
+        return readings[sure], _LEGACY[sure][1]
+    return list(dict.fromkeys([*with_kana, *japanese, *(n for n in plausible if n in readings)]))
+
+
+def _kana_share(text: str) -> float:
+    non_ascii = len(_NON_ASCII.findall(text))
+    return len(_KANA.findall(text)) / non_ascii if non_ascii else 0.0
 
 
 def read(raw: bytes, out: Out, meta: dict[str, Any]) -> None:
+    text, encoding = decode_html(raw)
+    if encoding is not None:  # for a warning: "decoded from cp932 (Shift_JIS); served as UTF-8"
+        meta["encoding"] = encoding
     page = _Page()
-    page.feed(_decode_html(raw))
+    page.feed(text)
     page.close()
     page._flush()
     meta.update(page.meta)
