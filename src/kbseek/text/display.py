@@ -166,10 +166,10 @@ _ESM = re.compile(
 )
 
 _CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-_REMOVED_BLOCKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"<!--.*?-->", re.S), ""),
-    (re.compile(r"\{/\*.*?\*/\}", re.S), ""),  # an MDX comment: React's {/*anchor*/}
-    (re.compile(r"\{%.*?%\}", re.S), " "),  # a Liquid tag
+_REMOVED_BLOCKS: tuple[tuple[re.Pattern[str], str], ...] = (  # after a backslash, each is text (CommonMark)
+    (re.compile(r"(?<!\\)<!--.*?-->", re.S), ""),
+    (re.compile(r"(?<!\\)\{/\*.*?\*/\}", re.S), ""),  # an MDX comment: React's {/*anchor*/}
+    (re.compile(r"(?<!\\)\{%.*?%\}", re.S), " "),  # a Liquid tag
     (re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.S | re.I), " "),
 )
 

@@ -24,9 +24,11 @@ import warnings
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-"""C0 controls except tab and newline. The form feed is among them because
-the parent uses it as the page separator, so page text must never hold one;
-carriage returns are turned into newlines before this runs."""
+"""C0 controls except tab and newline, the form feed among them (pages are
+separated by the parent, with marker lines); carriage returns are turned into
+newlines before this runs. The parent cleans further (``pdf.page_text``):
+zero-width and symbol-font characters, and runs of blank lines, which would
+pass for its page separator."""
 
 
 def _limit_resources(cpu_seconds: int, memory_bytes: int) -> None:

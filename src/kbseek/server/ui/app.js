@@ -25,6 +25,9 @@ function plural(n, noun, many) {
   return `${n} ${n === 1 ? noun : many || noun + "s"}`;
 }
 
+// Notes whose words for people already say the results are weak, and why.
+const WEAK_NOTES = new Set(["absent_names", "try_other_language"]);
+
 // The server's notes are written for agents ("raise limit or narrow with path_prefix/tags"). Each
 // comes with a machine-readable kind (note_codes), which this page says in words for people; a kind
 // it does not know is shown as the server wrote it. ``filtered``: a folder or tag narrowed the search.
@@ -159,11 +162,15 @@ async function showRelated(path, kb) {
   try {
     const r = await api("/api/related", [["path", path], ...(kb ? [["kb", kb]] : [])]);
     if (!openDoc || openDoc.path !== r.path || openDoc.kb !== kb) return; // another document was opened meanwhile
+    // Each title with its path under it, as a search result has: titles repeat (six decks all called
+    // "Presentation"), and where a note lives says what it is as much as its title does.
     $("related-list").replaceChildren(...r.hits.map((h) => {
       const item = el("li");
       const link = el("a", "", h.title || h.path);
       link.href = docHash(h.path, kb); // related documents are in the same collection
-      item.append(link, el("div", "why", h.why.join(" · ")));
+      item.append(link);
+      if (h.title && h.title !== h.path) item.append(el("div", "path", h.path));
+      item.append(el("div", "why", h.why.join(" · ")));
       return item;
     }));
     $("backlinks").textContent = r.backlinks.length ? "Linked from: " + r.backlinks.join(", ") : "";
@@ -210,8 +217,13 @@ async function search(event, initial) {
     results.replaceChildren(...groups.map(renderGroup));
     const parts = r.hits.length ? [`${plural(r.hits.length, "result")} in ${plural(groups.length, "document")}`] : []; // an empty result says so below
     if (r.legs.semantic === "off") parts.push("matched by words only");
-    if (r.low_confidence && r.hits.length) parts.push("weak matches: the knowledge base may not cover this");
     const codes = r.note_codes || [];
+    // Weak results are said once: by the note that says why (a name no note mentions, or the
+    // other language) when the server gave one, else by this line.
+    const saysWhy = codes.some((code) => WEAK_NOTES.has(code));
+    if (r.low_confidence && r.hits.length && !saysWhy) {
+      parts.push("weak matches: the knowledge base may not cover this");
+    }
     r.notes.forEach((note, i) => {
       const text = noteForPeople(codes[i], note, r, Boolean(prefix || tag));
       if (text) parts.push(text);
