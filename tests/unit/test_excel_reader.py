@@ -17,30 +17,13 @@ import pytest
 
 from kbseek.ingest.parsers.extracted import XlsxParser
 from tests.fixture_copies import real_file
+from tests.office_files import rewrite, saved
 
 openpyxl = pytest.importorskip("openpyxl")
 from openpyxl.styles import NamedStyle  # noqa: E402 - after the importorskip that guards it
 
 NOTE = "[truncated: kbseek reads at most"
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-
-
-def saved(book: object) -> bytes:
-    buffer = io.BytesIO()
-    book.save(buffer)  # type: ignore[attr-defined]
-    return buffer.getvalue()
-
-
-def rewrite(package: bytes, changes: dict[str, bytes]) -> bytes:
-    """The same zip package with some members' bytes replaced."""
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(package)) as source,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            target.writestr(info.filename, changes.get(info.filename, source.read(info.filename)))
-    return out.getvalue()
 
 
 def with_sheet(rows: bytes, *more: bytes) -> bytes:

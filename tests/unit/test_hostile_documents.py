@@ -17,35 +17,16 @@ import pytest
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.ingest.parsers.extracted import DocxParser, HtmlParser, PptxParser, XlsxParser
+from tests.office_files import rewrite, saved
 
 docx = pytest.importorskip("docx")
 openpyxl = pytest.importorskip("openpyxl")
-
-
-def saved(document: object) -> bytes:
-    buffer = io.BytesIO()
-    document.save(buffer)  # type: ignore[attr-defined]
-    return buffer.getvalue()
 
 
 def small_docx(text: str = "An ordinary paragraph.") -> bytes:
     document = docx.Document()
     document.add_paragraph(text)
     return saved(document)
-
-
-def rewrite(package: bytes, changes: dict[str, bytes]) -> bytes:
-    """The same zip package with some members' bytes replaced or added."""
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(package)) as source,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            target.writestr(info.filename, changes.pop(info.filename, source.read(info.filename)))
-        for name, data in changes.items():
-            target.writestr(name, data)
-    return out.getvalue()
 
 
 def zeros_member(package: bytes, name: str, size: int) -> bytes:

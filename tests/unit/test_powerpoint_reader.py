@@ -19,6 +19,7 @@ import pytest
 
 from kbseek.ingest.parsers.extracted import PptxParser
 from tests.fixture_copies import real_file
+from tests.office_files import rewrite, saved
 
 pptx = pytest.importorskip("pptx")
 from pptx.chart.data import CategoryChartData, XyChartData  # noqa: E402 - after the importorskip
@@ -30,23 +31,6 @@ PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
     "0000000d4944415478da63f8cfc0f01f0005000201a1e6d1a50000000049454e44ae426082"
 )  # a 1x1 picture
-
-
-def saved(deck: object) -> bytes:
-    buffer = io.BytesIO()
-    deck.save(buffer)  # type: ignore[attr-defined]
-    return buffer.getvalue()
-
-
-def rewrite(package: bytes, changes: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(package)) as source,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            target.writestr(info.filename, changes.get(info.filename, source.read(info.filename)))
-    return out.getvalue()
 
 
 def slide_with_title(deck: Any, title: str) -> Any:

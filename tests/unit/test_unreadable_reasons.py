@@ -41,6 +41,7 @@ from kbseek.ingest.parsers.unreadable import (
 )
 from kbseek.ingest.scan import scan
 from tests.fixture_copies import REALFILES, real_file
+from tests.office_files import rewrite, saved
 
 docx = pytest.importorskip("docx")
 openpyxl = pytest.importorskip("openpyxl")
@@ -52,12 +53,6 @@ def assert_clean(reason: str) -> None:
     """No Python repr (its address changes every run) and no exception name in a reason."""
     assert not REPR.search(reason), reason
     assert "KeyError" not in reason and "ValueError" not in reason and "OSError" not in reason, reason
-
-
-def saved(document: object) -> bytes:
-    buffer = io.BytesIO()
-    document.save(buffer)  # type: ignore[attr-defined]
-    return buffer.getvalue()
 
 
 def a_docx(text: str = "The failover drill runs on Tuesdays.") -> bytes:
@@ -77,17 +72,6 @@ def a_pptx() -> bytes:
     deck = pptx.Presentation()
     deck.slides.add_slide(deck.slide_layouts[1]).shapes.title.text = "Capacity"
     return saved(deck)
-
-
-def rewrite(package: bytes, changes: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(package)) as source,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            target.writestr(info.filename, changes.pop(info.filename, source.read(info.filename)))
-    return out.getvalue()
 
 
 def macro_enabled_docx() -> bytes:

@@ -21,6 +21,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.ingest.parsers.extracted import DocxParser
 from tests.fixture_copies import REALFILES, real_file
+from tests.office_files import saved
 
 docx = pytest.importorskip("docx")
 from docx.oxml import parse_xml  # noqa: E402 - after the importorskip that guards it
@@ -41,12 +42,6 @@ WML = "application/vnd.openxmlformats-officedocument.wordprocessingml."
 def read(raw: bytes, **limits: int) -> str:
     """The served Markdown with its escapes undone: the words a reader sees."""
     return re.sub(r"\\(.)", r"\1", DocxParser(**limits).decode(raw))
-
-
-def saved(document: object) -> bytes:
-    buffer = io.BytesIO()
-    document.save(buffer)  # type: ignore[attr-defined]
-    return buffer.getvalue()
 
 
 def elements(xml: str) -> list[object]:

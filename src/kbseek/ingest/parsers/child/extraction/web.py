@@ -10,6 +10,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
+from .charsets import LEGACY, legacy_reading
 from .common import Out, Refused
 
 _DROPPED = frozenset(
@@ -265,72 +266,15 @@ def decode_html(raw: bytes) -> tuple[str, str | None]:
             "(<meta charset=...>) or convert it to UTF-8"
         )
     else:
-        names = " or ".join(_LEGACY[n][1] for n in reading)
+        names = " or ".join(LEGACY[n][1] for n in reading)
         detail = (
             f"{bad}, {said}, and its encoding is not certain (most likely {names}); declare it "
-            f"(<meta charset=...>) or convert it to UTF-8 (iconv -f {_ICONV[reading[0]]} -t UTF-8)"
+            f"(<meta charset=...>) or convert it to UTF-8 (iconv -f {LEGACY[reading[0]][2]} -t UTF-8)"
         )
     raise Refused("encoding", detail)
 
 
-# A copy of kbseek.ingest.parsers.text.legacy_reading and its constants: this package imports nothing
-# from kbseek. tests/unit/test_encodings.py checks that the two give the same answers.
-
-_LEGACY: dict[str, tuple[tuple[str, ...], str]] = {
-    "cp932": (("cp932",), "cp932 (Shift_JIS)"),
-    "euc_jp": (("euc_jp", "euc_jis_2004"), "EUC-JP"),
-    "cp1252": (("cp1252",), "cp1252 (Windows Western)"),
-}
-_ICONV = {"cp932": "CP932", "euc_jp": "EUC-JP", "cp1252": "CP1252"}
-_JAPANESE = ("cp932", "euc_jp")
-_JAPANESE_NAMES = frozenset(_LEGACY[n][1] for n in _JAPANESE)
-_UNCLEAN = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]")
-_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa\u30fc]")
-_HALFWIDTH_KANA = re.compile("[\uff61-\uff9f]")
-_NON_ASCII = re.compile("[^\x00-\x7f]")
-MIN_KANA_SHARE = 0.05
-
-
-def legacy_reading(raw: bytes) -> tuple[str, str] | list[str]:
-    """The one sure reading of ``raw`` in a legacy encoding (text, label), or the likely encodings."""
-    from charset_normalizer import from_bytes
-
-    codecs_tried = [codec for codecs_, _ in _LEGACY.values() for codec in codecs_]
-    matches = {
-        name: m for m in from_bytes(raw, cp_isolation=codecs_tried) for name in m.could_be_from_charset
-    }
-    plausible: dict[str, float] = {}
-    readings: dict[str, str] = {}
-    for name, (codecs_, _) in _LEGACY.items():
-        if found := [matches[c] for c in codecs_ if c in matches]:
-            plausible[name] = max(m.coherence for m in found)
-        for codec in codecs_:
-            try:
-                text = raw.decode(codec)
-            except UnicodeDecodeError:
-                continue
-            if not _UNCLEAN.search(text):
-                readings[name] = text
-            break
-    japanese = [n for n in _JAPANESE if n in readings and n in plausible]
-    with_kana = [n for n in japanese if _kana_share(readings[n]) >= MIN_KANA_SHARE]
-    sure: str | None = None
-    if len(with_kana) == 1:
-        sure = with_kana[0]
-    elif not japanese and "cp1252" in readings and plausible.get("cp1252", 0.0) > 0:
-        sure = "cp1252"
-    elif (
-        list(readings) == ["cp932"] and "cp932" in plausible and not _HALFWIDTH_KANA.search(readings["cp932"])
-    ):
-        sure = "cp932"
-    if sure is not None:
-        return readings[sure], _LEGACY[sure][1]
-    return list(dict.fromkeys([*with_kana, *japanese, *(n for n in plausible if n in readings)]))
-
-
-def _kana_share(text: str) -> float:
-    non_ascii = len(_NON_ASCII.findall(text))
-    return len(_KANA.findall(text)) / non_ascii if non_ascii else 0.0
+_JAPANESE_NAMES = frozenset(LEGACY[n][1] for n in ("cp932", "euc_jp"))
 
 
 def read(raw: bytes, out: Out, meta: dict[str, Any]) -> None:
