@@ -260,6 +260,7 @@ class _BoundedServer(KbServer):
         return [_compact_tool(t) for t in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        _refuse_unknown_arguments(self._tool_manager.get_tool(name), arguments)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -268,6 +269,23 @@ class _BoundedServer(KbServer):
                 raise
             kind = UnexpectedToolError if isinstance(exc, UnexpectedToolError) else ToolError
             raise kind(bounded_middle(text, ERROR_CHARS)) from exc.__cause__
+
+
+def _refuse_unknown_arguments(tool: Any, arguments: dict[str, Any]) -> None:
+    """An argument the tool does not take is an error naming it and what the tool accepts.
+
+    The SDK drops arguments its schema lacks, so ``search`` with ``after`` or ``where`` answered as if
+    they had filtered: an agent that believed it had narrowed a search cited whatever came back.
+    """
+    if tool is None or not isinstance(arguments, dict):
+        return  # an unknown tool: the SDK's own answer
+    accepted = sorted((tool.parameters or {}).get("properties", {}))
+    unknown = sorted(str(a) for a in arguments if a not in accepted)
+    if unknown:
+        shown = ", ".join(bounded_middle(repr(a), 80) for a in unknown[:10])
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        takes = f"it accepts: {', '.join(accepted)}" if accepted else "it takes no arguments"
+        raise ToolError(f"{tool.name} takes no argument {shown}{more}; {takes}")
 
 
 def _bounded_data(data: Any) -> Any:
