@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import psycopg
 
 from beir import load, percentile
+from kbseek.filters import NO_FILTERS
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
@@ -153,7 +154,7 @@ def measure(lite: Store, pg: PostgresStore, queries: list[str], max_terms: int) 
     compiled = [c for c in (compile_query(q, max_terms=max_terms) for q in queries) if c.terms]
 
     def leg(store: Store, c: CompiledQuery) -> list[tuple[int, float]]:
-        return lexical_candidates(store, c, limit=CANDIDATES_PER_LEG, path_prefix=None, tags=())
+        return lexical_candidates(store, c, limit=CANDIDATES_PER_LEG, filters=NO_FILTERS)
 
     for c in compiled:  # warm: every page each path touches is read once before timing
         leg(lite, c)

@@ -21,6 +21,7 @@ from kbseek import KnowledgeBase
 from kbseek.cli import cli
 from kbseek.config import Settings
 from kbseek.errors import ConfigError
+from kbseek.filters import SearchFilters
 from tests import postgres_server
 from tests.fakes import FakeEmbedder
 
@@ -172,7 +173,7 @@ def test_before_0_8_a_filtered_graph_search_sets_no_iterative_scan_and_finds_wha
     assert store.build_vector_index(DIM) is True
     monkeypatch.setattr(postgres_vectors, "EXACT_FILTER_MAX", 10)  # filters go to the graph
     exact = _exact(store)
-    allowed = store.filtered_rowids(None, ("odd",))
+    allowed = store.filtered_rowids(SearchFilters(tags=("odd",)))
     assert allowed is not None and 10 < len(allowed) < 2_000
     queries = _queries(10)
     # 20 allowed chunks far from the query: one graph search of 1,000 rows cannot reach them.

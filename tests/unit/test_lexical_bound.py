@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbseek.documents import Chunk
+from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import ChunkInput, DocumentInput
@@ -77,11 +78,13 @@ def tight(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_store, "LEXICAL_POSTINGS_BUDGET", 10)
 
 
-def _full(store: SqliteStore, query_terms: list[str], limit: int, **filters: str) -> list[tuple[int, float]]:
+def _full(
+    store: SqliteStore, query_terms: list[str], limit: int, filters: SearchFilters = NO_FILTERS
+) -> list[tuple[int, float]]:
     saved = sqlite_store.LEXICAL_POSTINGS_BUDGET
     sqlite_store.LEXICAL_POSTINGS_BUDGET = None
     try:
-        return store.lexical_candidates(query_terms, limit=limit, **filters)  # type: ignore[arg-type]
+        return store.lexical_candidates(query_terms, limit=limit, filters=filters)
     finally:
         sqlite_store.LEXICAL_POSTINGS_BUDGET = saved
 
@@ -136,8 +139,8 @@ def test_too_few_rare_chunks_for_the_limit_falls_back_to_the_full_ranking(store:
 @pytest.mark.usefixtures("tight")
 def test_filters_apply_to_the_bounded_query(store: SqliteStore) -> None:
     query = terms("the medium rare")
-    bounded = store.lexical_candidates(query, limit=5, path_prefix="a/")
-    _same_ranking(bounded, _full(store, query, 5, path_prefix="a/"))
+    bounded = store.lexical_candidates(query, limit=5, filters=SearchFilters(path_prefix="a/"))
+    _same_ranking(bounded, _full(store, query, 5, SearchFilters(path_prefix="a/")))
     paths = {r.path for r in store.chunks_by_rowid([r for r, _ in bounded]).values()}
     assert paths and all(p.startswith("a/") for p in paths)
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly, KbBug
+from kbseek.filters import SearchFilters
 from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import Counts, IndexMeta, Store
@@ -113,9 +114,9 @@ def test_lexical_scores_are_the_sqlite_stores_bm25(both: tuple[Store, Store]) ->
     rng = random.Random(11)
     filters: list[dict[str, object]] = [
         {},
-        {"path_prefix": "notes/"},
-        {"path_prefix": "RUNBOOKS"},
-        {"tags": ["ops"]},
+        {"filters": SearchFilters(path_prefix="notes/")},
+        {"filters": SearchFilters(path_prefix="RUNBOOKS")},
+        {"filters": SearchFilters(tags=("ops",))},
     ]
     for n in range(150):
         terms = rng.choices([*_WORDS, "absent", "w1"], k=rng.randint(1, 6))  # duplicates included
@@ -172,7 +173,11 @@ def test_the_bounded_query_is_the_sqlite_stores_on_both_backends(
     ran: list[str] = []
     run = postgres_lexical._run
     monkeypatch.setattr(postgres_lexical, "_run", lambda conn, q, p: ran.append(q) or run(conn, q, p))
-    filters: list[dict[str, object]] = [{}, {"path_prefix": "notes/"}, {"tags": ["ops"]}]
+    filters: list[dict[str, object]] = [
+        {},
+        {"filters": SearchFilters(path_prefix="notes/")},
+        {"filters": SearchFilters(tags=("ops",))},
+    ]
     differs = 0
     for n, terms in enumerate(_queries(5, 120)):
         chosen = filters[n % len(filters)]

@@ -16,6 +16,7 @@ import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
 from kbseek.search.store_vectors import StoreVectorIndex, open_dense_index, suits
 from kbseek.store.base import ChunkInput, DocumentInput, NearestVectors
@@ -145,7 +146,7 @@ def test_a_filter_never_lets_a_row_outside_it_through(
         monkeypatch.setattr(
             postgres_vectors, "EXACT_FILTER_MAX", 10
         )  # the iterative scan, not the exact path
-    allowed = store.filtered_rowids(None, ("odd",))
+    allowed = store.filtered_rowids(SearchFilters(tags=("odd",)))
     assert allowed is not None and 0 < len(allowed) < 1_000
     small = set(sorted(allowed)[:7])  # fewer rows than asked for
     recalls = []
@@ -167,7 +168,10 @@ def test_chunks_sharing_a_content_hash_share_its_vector_and_are_each_found(
     twin_text = "the same words in two notes"
     write(store, document("twins/a.md", twin_text), document("twins/b.md", twin_text))
     twin = _vectors(1, seed=5)[0]
-    a, b = (store.chunks_by_rowid(list(store.filtered_rowids(p, ()) or ())) for p in ("twins/a", "twins/b"))
+    a, b = (
+        store.chunks_by_rowid(list(store.filtered_rowids(SearchFilters(path_prefix=p)) or ()))
+        for p in ("twins/a", "twins/b")
+    )
     (row_a,), (row_b,) = a.values(), b.values()
     assert row_a.content_hash == row_b.content_hash
     with store.transaction() as tx:

@@ -29,6 +29,7 @@ from kbseek.facade.shaping import (
     topics_response,
 )
 from kbseek.facade.status import StatusFacts, status_response
+from kbseek.filters import SearchFilters
 from kbseek.ingest.guard import LoadedDocument
 from kbseek.responses import IndexSummary, MissingChunk, SearchResponse
 from kbseek.search.fts_query import CompiledQuery
@@ -83,7 +84,7 @@ def test_a_clamped_argument_is_said_in_the_notes_and_an_omitted_one_takes_the_de
     args = search_args(
         Limits(default_limit=3), "q", snippet_chars=5, path_prefix="/runbooks/", tags=[" a ", ""]
     )
-    assert (args.limit, args.snippet_chars, args.path_prefix, args.tags) == (3, 40, "runbooks/", ("a",))
+    assert (args.limit, args.snippet_chars, args.filters) == (3, 40, SearchFilters("runbooks/", ("a",)))
     assert args.notes == ("snippet_chars=5 was raised to the minimum 40",)
 
 

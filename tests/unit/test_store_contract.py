@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import kbseek.store
 from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.errors import KbBug
+from kbseek.filters import SearchFilters
 from kbseek.store.base import (
     ChunkInput,
     Counts,
@@ -497,8 +498,13 @@ def test_the_path_prefix_is_literal_except_for_ascii_case(store: Store) -> None:
     by_rowid = {r: c.path for r, c in store.chunks_by_rowid(list(range(1, 100))).items()}
 
     def paths(prefix: str) -> set[str]:
-        found = {by_rowid[r] for r, _ in store.lexical_candidates(["word"], limit=10, path_prefix=prefix)}
-        allowed = store.filtered_rowids(prefix, ())
+        found = {
+            by_rowid[r]
+            for r, _ in store.lexical_candidates(
+                ["word"], limit=10, filters=SearchFilters(path_prefix=prefix)
+            )
+        }
+        allowed = store.filtered_rowids(SearchFilters(path_prefix=prefix))
         assert allowed is not None and {by_rowid[r] for r in allowed} == found
         return found
 
@@ -515,21 +521,21 @@ def test_tags_filter_without_case_and_require_every_tag(store: Store) -> None:
     )  # fmt: skip
 
     def paths(tags: tuple[str, ...]) -> set[str]:
-        hits = store.lexical_candidates(["word"], limit=10, tags=tags)
+        hits = store.lexical_candidates(["word"], limit=10, filters=SearchFilters(tags=tuple(tags)))
         return {c.path for c in store.chunks_by_rowid([r for r, _ in hits]).values()}
 
     assert paths(("DEPLOY",)) == {"a.md", "b.md"}
     assert paths(("deploy", "OPS")) == {"a.md"}
     assert paths(("missing",)) == set()
-    allowed = store.filtered_rowids(None, ("ops",))
+    allowed = store.filtered_rowids(SearchFilters(tags=("ops",)))
     assert allowed is not None and {c.path for c in store.chunks_by_rowid(sorted(allowed)).values()} == {
         "a.md"
     }
 
 
 def test_no_filters_mean_no_allowed_set(store: Store) -> None:
-    assert store.filtered_rowids(None, ()) is None
-    assert store.filtered_rowids("", ()) is None
+    assert store.filtered_rowids(SearchFilters()) is None
+    assert store.filtered_rowids(SearchFilters(path_prefix="")) is None
 
 
 def test_document_frequencies_count_chunks_holding_each_term(store: Store) -> None:

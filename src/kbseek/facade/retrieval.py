@@ -19,6 +19,7 @@ from kbseek.facade import shaping, status
 from kbseek.facade.catalog import Catalog
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.semantic import SemanticLeg, SemanticState
+from kbseek.filters import SearchFilters
 from kbseek.rerank import RerankSpec, RerankStage
 from kbseek.responses import IndexSummary, SearchResponse
 from kbseek.search.dense import VectorIndex
@@ -93,11 +94,17 @@ class Retrieval:
         the reranker when one is (:meth:`rerank_stage`)."""
         return run_search(self._store, request, dense_leg, rerank)
 
+    def _literal_prefix(self, args: shaping.SearchArgs) -> shaping.SearchArgs:
+        """``args`` with the prefix read literally when a document's path starts with it that way."""
+        literal = args.literal_prefix
+        if literal is None or not self._store.filtered_rowids(SearchFilters(path_prefix=literal)):
+            return args
+        return replace(args, filters=replace(args.filters, path_prefix=literal))
+
     def lexical_scale(self, args: shaping.SearchArgs) -> tuple[tuple[float, float], ...]:
         """What this index's keyword leg would be normalised by for ``args`` (``pipeline.lexical_scale``)."""
         settings = self._live.settings
-        if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
-            args = replace(args, path_prefix=args.literal_prefix)
+        args = self._literal_prefix(args)
         request = args.request(
             settings.limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
             bridge_weight=settings.bridge_weight,
@@ -111,8 +118,7 @@ class Retrieval:
         """
         active = self._live.active
         limits = active.settings.limits
-        if args.literal_prefix is not None and self._store.filtered_rowids(args.literal_prefix, ()):
-            args = replace(args, path_prefix=args.literal_prefix)  # a folder named with a blank or a "\\"
+        args = self._literal_prefix(args)  # a folder named with a blank or a "\\"
         settings = active.settings
         request = args.request(
             limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,

@@ -16,6 +16,7 @@ from kbseek.config import Limits
 from kbseek.errors import InvalidArgument
 from kbseek.facade.response_cap import fit_search, passage_cut_note
 from kbseek.facade.semantic import SemanticState
+from kbseek.filters import SearchFilters
 from kbseek.ingest.guard import LoadedDocument, literal_path, relative_path
 from kbseek.responses import (
     DocumentResponse,
@@ -74,15 +75,15 @@ class SearchArgs:
     query: str
     limit: int
     snippet_chars: int
-    path_prefix: str | None
-    tags: tuple[str, ...]
+    filters: SearchFilters
+    """What the search is narrowed to, parsed once here and carried as one value to the store."""
     explain: bool
     notes: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
     """Alternative phrasings, blank and repeated ones removed and capped at ``[limits].max_also``."""
     literal_prefix: str | None = None
-    """The prefix read literally, when that differs from ``path_prefix``: the search takes it instead
-    if a document's path starts with it (``Retrieval.search``)."""
+    """The prefix read literally, when that differs from ``filters.path_prefix``: the search takes it
+    instead if a document's path starts with it (``Retrieval.search``)."""
     scale: tuple[tuple[float, float], ...] = ()
     """The keyword scale several collections share for this search (``SearchRequest.scale``)."""
 
@@ -90,8 +91,8 @@ class SearchArgs:
         self, limits: Limits, *, far_ahead: float, also_agreement: float, bridge_weight: float
     ) -> SearchRequest:
         return SearchRequest(
-            query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, path_prefix=self.path_prefix,
-            tags=self.tags, max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
+            query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, filters=self.filters,
+            max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
             far_ahead=far_ahead, also_agreement=also_agreement, bridge_weight=bridge_weight, also=self.also,
             scale=self.scale,
         )  # fmt: skip
@@ -119,7 +120,7 @@ def search_args(
     alternatives = clean_also(query, also or (), limits.max_also, notes)
     prefix, literal = clean_prefix(path_prefix), clean_prefix(path_prefix, literal=True)
     return SearchArgs(
-        query, n, sc, prefix, tag_list, explain, tuple(notes), alternatives,
+        query, n, sc, SearchFilters(prefix, tag_list), explain, tuple(notes), alternatives,
         literal_prefix=literal if literal != prefix else None, scale=tuple(scale),
     )  # fmt: skip
 
@@ -232,7 +233,7 @@ def search_response(
         notes.append(
             empty_index
             if empty_index is not None and summary.documents == 0 and not summary.indexing
-            else empty_explanation(summary, no_terms, args.path_prefix, args.tags, extensions)
+            else empty_explanation(summary, no_terms, args.filters.path_prefix, args.filters.tags, extensions)
         )
         codes.append("empty")
     response = SearchResponse(

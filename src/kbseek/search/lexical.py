@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from kbseek.filters import SearchFilters
 from kbseek.search.fts_query import CompiledQuery
 from kbseek.store.base import Store
 
@@ -14,11 +15,10 @@ def lexical_candidates(
     compiled: CompiledQuery,
     *,
     limit: int,
-    path_prefix: str | None,
-    tags: Sequence[str],
+    filters: SearchFilters,
 ) -> list[tuple[int, float]]:
     """(chunk rowid, BM25 score) best first; empty when the query has no searchable terms."""
-    return store.lexical_candidates(compiled.terms, limit=limit, path_prefix=path_prefix, tags=tags)
+    return store.lexical_candidates(compiled.terms, limit=limit, filters=filters)
 
 
 def term_weight(chunks: int, holding: int) -> float:

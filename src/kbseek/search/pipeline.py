@@ -13,6 +13,7 @@ import numpy as np
 from kbseek.documents import SectionStart
 from kbseek.embed.base import VectorPart
 from kbseek.embed.chunk_vectors import passage_input
+from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.ingest.parsers import has_markup
 from kbseek.rerank.stage import RerankStage, reorder
 from kbseek.search import fusion
@@ -53,8 +54,8 @@ class SearchRequest:
     bridge_weight: float
     """``[search].bridge_weight``: the weight of the query's words in the other language
     (``search.bridge``); 0 turns the bridge off."""
-    path_prefix: str | None = None
-    tags: tuple[str, ...] = ()
+    filters: SearchFilters = NO_FILTERS
+    """What hits must meet, in both legs (``kbseek.filters``)."""
     also: tuple[str, ...] = ()
     """Alternative phrasings of the query, already capped (``[limits].max_also``) by the caller. Each is
     ranked like the query and every chunk keeps its best score over them (docs/decisions/0011); a blank
@@ -150,9 +151,7 @@ def lexical_scale(store: Store, request: SearchRequest) -> tuple[tuple[float, fl
     out: list[tuple[float, float]] = []
     for phrasing in request.phrasings:
         compiled = compile_query(phrasing, max_terms=request.max_terms)
-        lexical = lexical_candidates(
-            store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
-        )
+        lexical = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
         cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]]) if lexical else {}
         out.append((max((s for _, s in lexical), default=0.0), max(cov.values(), default=0.0)))
     return tuple(out)
@@ -169,7 +168,7 @@ def run_search(
     vectors: dict[int, np.ndarray] = {}
     allowed: set[int] | None = None
     if dense is not None and said:
-        allowed = store.filtered_rowids(request.path_prefix, request.tags)
+        allowed = store.filtered_rowids(request.filters)
         embedded = dense.embed_queries([phrasings[i] for i in said])  # one model call for all of them
         vectors = {i: embedded[n] for n, i in enumerate(said)}
     bridge = bridge_query(store, request.query) if request.bridge_weight > 0 else Bridge(())
@@ -265,9 +264,7 @@ def _bridged(
     if not bridge.groups:
         return ranked
     compiled = CompiledQuery(bridge.terms, ())
-    found = lexical_candidates(
-        store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
-    )
+    found = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
     cov = bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
     weight = request.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
     return fusion.add_bridge(ranked, found, coverage=cov, weight=weight, gated=gated)
@@ -292,9 +289,7 @@ def _rank_one(
     hits reuse them; ``japanese`` caches the gate's verdict on each, so the phrasings of one search,
     whose candidates mostly overlap, judge a chunk once.
     """
-    lexical = lexical_candidates(
-        store, compiled, limit=CANDIDATES_PER_LEG, path_prefix=request.path_prefix, tags=request.tags
-    )
+    lexical = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
     cov: dict[int, float] = {}
     if dense is None or vector is None:
         if not normalise:

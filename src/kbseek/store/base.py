@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.errors import IndexIncompatible
+from kbseek.filters import NO_FILTERS, SearchFilters
 
 RowIds = npt.NDArray[np.int64]
 """Chunk rowids, one per row of a matching :data:`Matrix`."""
@@ -429,8 +430,7 @@ class Store(Protocol):
         terms: Sequence[str],
         *,
         limit: int,
-        path_prefix: str | None = None,
-        tags: Sequence[str] = (),
+        filters: SearchFilters = NO_FILTERS,
     ) -> list[tuple[int, float]]:
         """Chunks whose lexical text holds any of ``terms``: at most ``limit`` ``(rowid, score)``, best first.
 
@@ -462,12 +462,13 @@ class Store(Protocol):
         """
         ...
 
-    def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
-        """Rowids of the chunks passing the search filters, or ``None`` when there are no filters.
+    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
+        """Rowids of the chunks passing ``filters``, or ``None`` when they narrow nothing.
 
-        ``path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and ``_`` are
-        ordinary characters) except that ASCII letters match either case; ``tags`` keeps documents
-        carrying every one of them, compared without case.
+        ``filters.path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and
+        ``_`` are ordinary characters) except that ASCII letters match either case; ``filters.tags``
+        keeps documents carrying every one of them, compared without case. Each store translates the
+        one value to its own SQL, with the same results (the contract suite runs both).
         """
         ...
 

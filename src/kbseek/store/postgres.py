@@ -31,6 +31,7 @@ from psycopg.rows import TupleRow
 
 from kbseek.documents import SectionStart
 from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
+from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import postgres_lexical, postgres_vectors
 from kbseek.store.base import (
     ChunkRow,
@@ -361,8 +362,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         terms: Sequence[str],
         *,
         limit: int,
-        path_prefix: str | None = None,
-        tags: Sequence[str] = (),
+        filters: SearchFilters = NO_FILTERS,
     ) -> list[tuple[int, float]]:
         """BM25 as FTS5 computes it, over the postings, bounded as SQLite bounds it (``postgres_lexical``).
 
@@ -376,10 +376,10 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         if not searchable or self._absent:
             return []
         params: dict[str, Any] = {}
-        filters = _filter_sql(path_prefix, tags, params)
+        clauses = _filter_sql(filters, params)
         with self._reading() as conn:
             return postgres_lexical.candidates(
-                conn, searchable, limit=limit, filters=filters, filter_params=params
+                conn, searchable, limit=limit, filters=clauses, filter_params=params
             )
 
     def holds_japanese(self) -> bool:
@@ -411,12 +411,12 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             out[int(rowid)].add(str(term))
         return out
 
-    def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
+    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
         params: dict[str, Any] = {}
-        filters = _filter_sql(path_prefix, tags, params)
-        if not filters:
+        clauses = _filter_sql(filters, params)
+        if not clauses:
             return None
-        where = " AND ".join(filters)
+        where = " AND ".join(clauses)
         rows = self._rows(
             f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE {where}", params
         )
@@ -551,13 +551,14 @@ def _matrix(rows: Sequence[TupleRow], dim: int) -> tuple[RowIds, Matrix]:
     return ids, matrix
 
 
-def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: dict[str, Any]) -> list[str]:
+def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
     """SQL conditions (to be AND-ed) on ``d`` for the search filters; adds their parameters.
 
     The prefix is compared literally, ASCII letters folded on both sides, exactly the matches of
     SQLite's ``LIKE`` (no pattern characters at all here, so none to escape). Tags compare folded.
     """
     clauses: list[str] = []
+    path_prefix, tags = filters.path_prefix, filters.tags
     if path_prefix:
         if "\x00" in path_prefix:  # no path holds one
             clauses.append("false")

@@ -25,6 +25,7 @@ import numpy as np
 
 from kbseek.documents import SectionStart
 from kbseek.errors import IndexLocked, KbBug
+from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
 from kbseek.store.base import (
     ChunkRow,
@@ -324,8 +325,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         terms: Sequence[str],
         *,
         limit: int,
-        path_prefix: str | None = None,
-        tags: Sequence[str] = (),
+        filters: SearchFilters = NO_FILTERS,
     ) -> list[tuple[int, float]]:
         if isinstance(terms, str):  # a string is a sequence of characters: never what a caller means
             raise TypeError("lexical_candidates takes analyzed terms, not a query string")
@@ -336,12 +336,12 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         rare = None if budget is None else rare_terms(self._postings(terms, budget), budget, least=limit)
         if rare is not None:
             scored = self._weighty(terms, rare)
-            rows = self._bm25_among(rare, scored, limit=limit, path_prefix=path_prefix, tags=tags)
+            rows = self._bm25_among(rare, scored, limit=limit, filters=filters)
             if len(rows) >= limit:
                 return rows
             # Fewer than ``limit`` chunks hold a rare term: the full query's tail is made of chunks
             # holding only common ones, and the bounded query cannot rank those. Run it whole.
-        return self._bm25(expression, limit=limit, path_prefix=path_prefix, tags=tags)
+        return self._bm25(expression, limit=limit, filters=filters)
 
     def _weighty(self, terms: Sequence[str], rare: Sequence[str]) -> list[str]:
         """The terms a bounded query scores with: all but those most chunks hold.
@@ -384,8 +384,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         terms: Sequence[str],
         *,
         limit: int,
-        path_prefix: str | None,
-        tags: Sequence[str],
+        filters: SearchFilters,
     ) -> list[tuple[int, float]]:
         """The chunks holding any of ``rare``, scored by BM25 over all of ``terms``, best first.
 
@@ -399,31 +398,29 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         assert rare_expression is not None and all_expression is not None
         bm25 = f"bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
         params: list[object] = [rare_expression, f"({rare_expression}) AND ({all_expression})"]
-        filters = _filter_sql(path_prefix, tags, params)
+        clauses = _filter_sql(filters, params)
         sql = [
             f"WITH r AS MATERIALIZED (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?),"
             f" a AS (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?)"
             " SELECT a.id, r.s - a.s AS score FROM a JOIN r ON r.id = a.id"
         ]
-        if filters:
+        if clauses:
             sql.append("JOIN chunks c ON c.id = a.id JOIN documents d ON d.id = c.document_id")
-            sql.append("WHERE " + " AND ".join(filters))
+            sql.append("WHERE " + " AND ".join(clauses))
         return self._best_scored(sql, params, limit)
 
-    def _bm25(
-        self, expression: str, *, limit: int, path_prefix: str | None, tags: Sequence[str]
-    ) -> list[tuple[int, float]]:
+    def _bm25(self, expression: str, *, limit: int, filters: SearchFilters) -> list[tuple[int, float]]:
         """(chunk rowid, BM25 score, higher is better) for a compiled FTS5 expression."""
         sql = [
             f"SELECT chunks_fts.rowid, -bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS score"
             " FROM chunks_fts"
         ]
         params: list[object] = [expression]
-        filters = _filter_sql(path_prefix, tags, params)
-        if filters:
+        clauses = _filter_sql(filters, params)
+        if clauses:
             sql.append("JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.document_id")
         sql.append("WHERE chunks_fts MATCH ?")
-        sql.extend(f"AND {f}" for f in filters)
+        sql.extend(f"AND {f}" for f in clauses)
         return self._best_scored(sql, params, limit)
 
     def _best_scored(self, sql: list[str], params: list[object], limit: int) -> list[tuple[int, float]]:
@@ -474,12 +471,12 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
                 out[int(rowid)] = wanted.intersection([*heading.split(), *body.split()])
         return out
 
-    def filtered_rowids(self, path_prefix: str | None, tags: Sequence[str]) -> set[int] | None:
+    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
         params: list[object] = []
-        filters = _filter_sql(path_prefix, tags, params)
-        if not filters:
+        clauses = _filter_sql(filters, params)
+        if not clauses:
             return None
-        where = "WHERE " + " AND ".join(filters)
+        where = "WHERE " + " AND ".join(clauses)
         sql = f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         return {int(r[0]) for r in self.conn.execute(sql, params)}
 
@@ -577,9 +574,10 @@ def _chunk_row(r: sqlite3.Row | tuple[Any, ...]) -> ChunkRow:
     )  # fmt: skip
 
 
-def _filter_sql(path_prefix: str | None, tags: Sequence[str], params: list[object]) -> list[str]:
+def _filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
     """SQL conditions (to be AND-ed) on ``d`` for the search filters; appends their parameters."""
     clauses: list[str] = []
+    path_prefix, tags = filters.path_prefix, filters.tags
     if path_prefix:
         escaped = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         clauses.append("d.path LIKE ? ESCAPE '\\'")
