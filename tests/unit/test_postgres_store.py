@@ -444,6 +444,16 @@ def test_the_password_never_appears_in_the_location_or_a_message(url: str) -> No
     assert "s3cret-pw" not in display_url("host=db.example password s3cret-pw")
 
 
+def test_a_socket_url_is_shown_with_its_port() -> None:
+    """Two servers share a socket folder on different ports (Debian's clusters): the port named the
+    server, and a message that dropped it pointed at the wrong one."""
+    shown = display_url("postgresql://kb@/kbseek?host=/var/run/postgresql&port=5499")
+    assert shown == "postgresql://kb@/kbseek?host=/var/run/postgresql&port=5499"
+    assert display_url("postgresql://kb@/kbseek?host=/var/run/postgresql") == (
+        "postgresql://kb@/kbseek?host=/var/run/postgresql"
+    )
+
+
 def test_a_missing_index_opened_to_read_reads_empty_and_leaves_nothing_behind(url: str) -> None:
     name = postgres_server.kb_name()
     store = PostgresStore(url, name, create=False)

@@ -283,8 +283,8 @@ def display_url(url: str) -> str:
         if port:
             out += f":{port}"
     out += f"/{dbname or ''}"
-    if socket_dir:
-        out += f"?host={host}"
+    if socket_dir:  # a socket folder and its port name one server: a message naming it keeps both
+        out += f"?host={host}" + (f"&port={port}" if port else "")
     return out
 
 
