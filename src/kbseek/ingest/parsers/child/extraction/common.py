@@ -225,6 +225,61 @@ def is_strict(package: zipfile.ZipFile) -> bool:
     return STRICT_NAMESPACE in _small_member(package, "_rels/.rels")
 
 
+_STRICT_URI = re.compile(r"http://purl\.oclc\.org/ooxml/([A-Za-z]+(?:/[A-Za-z]+)*)")
+_RENAMED = {"extendedProperties": "extended-properties", "customProperties": "custom-properties"}
+"""The two names Strict spells differently from Transitional; every other name is the same."""
+
+
+def _transitional_uri(match: re.Match[str]) -> str:
+    """``purl.oclc.org/ooxml/drawingml/main`` is ``schemas.openxmlformats.org/drawingml/2006/main``, and
+    a relationship type ``…/officeDocument/relationships/worksheet`` the same type under ``2006/``."""
+    family, _, name = match[1].partition("/")
+    if not name:
+        return match[0]
+    head, _, last = name.rpartition("/")
+    name = f"{head}/{_RENAMED.get(last, last)}" if head else _RENAMED.get(last, last)
+    return f"http://schemas.openxmlformats.org/{family}/2006/{name}"
+
+
+def transitional(raw: bytes) -> tuple[bytes, bool]:
+    """The package with Strict OOXML names rewritten to Transitional ones, and whether it was Strict.
+
+    Strict differs from Transitional in its namespace and relationship-type URIs only (the element
+    names are the same), so rewriting them in every XML member lets the usual readers (python-docx,
+    openpyxl) open it. A package whose root relationships name no Strict part (:func:`is_strict`) is
+    returned as it is; a Strict one is rebuilt in memory, one member at a time (it has passed the
+    zip budget, so this costs at most that budget again). A member in UTF-16 is rewritten as UTF-16.
+    """
+    with zipfile.ZipFile(io.BytesIO(raw)) as package:
+        if not is_strict(package):
+            return raw, False
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+            for info in package.infolist():
+                if info.is_dir():
+                    continue
+                data = package.read(info)
+                if info.filename.lower().endswith((".xml", ".rels", ".vml")):
+                    data = _rewritten(data)
+                target.writestr(info.filename, data)
+    return out.getvalue(), True
+
+
+def _rewritten(data: bytes) -> bytes:
+    encoding = (
+        "utf-16" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+        else "utf-8-sig" if data.startswith(codecs.BOM_UTF8)
+        else "utf-8"
+    )  # fmt: skip
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return data  # not text in its declared form: left for the reader to refuse
+    if STRICT_NAMESPACE not in text:
+        return data
+    return _STRICT_URI.sub(_transitional_uri, text).encode(encoding)
+
+
 def check_package(raw: bytes, fmt: str, budget: int) -> bool:
     """Refuse an Office file that is not what its extension says, before any library reads it.
 

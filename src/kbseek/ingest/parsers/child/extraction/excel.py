@@ -40,7 +40,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from .common import Out, Refused, Stop, core_meta
+from .common import Out, Refused, Stop, core_meta, transitional
 from .numbers import NumberFormat, number_format
 
 SCAN_FACTOR = 8
@@ -57,46 +57,6 @@ _ROW = f"{{{_MAIN}}}row"
 _CELL = f"{{{_MAIN}}}c"
 _V = f"{{{_MAIN}}}v"
 _IS = f"{{{_MAIN}}}is"
-
-# ------------------------------------------------------------------ strict OOXML
-
-_STRICT_URI = re.compile(rb"http://purl\.oclc\.org/ooxml/([A-Za-z]+(?:/[A-Za-z]+)*)")
-_RENAMED = {"extendedProperties": "extended-properties", "customProperties": "custom-properties"}
-
-
-def _transitional_uri(match: re.Match[bytes]) -> bytes:
-    """``purl.oclc.org/ooxml/drawingml/main`` is ``schemas.openxmlformats.org/drawingml/2006/main``, and
-    a relationship type ``…/officeDocument/relationships/worksheet`` the same type under ``2006/``."""
-    family, _, name = match[1].decode("ascii").partition("/")
-    if not name:
-        return match[0]
-    head, _, last = name.rpartition("/")
-    name = f"{head}/{_RENAMED.get(last, last)}" if head else _RENAMED.get(last, last)
-    return f"http://schemas.openxmlformats.org/{family}/2006/{name}".encode()
-
-
-def transitional(raw: bytes) -> bytes:
-    """The package with Strict OOXML namespaces and relationship types rewritten to Transitional ones.
-
-    A package whose root relationships name no Strict part is returned as it is. Only XML members
-    are rewritten; the zip has passed its budget already, and each member is held once at a time."""
-    with zipfile.ZipFile(io.BytesIO(raw)) as package:
-        try:
-            with package.open("_rels/.rels") as rels:
-                root = rels.read(1 << 20)
-        except KeyError:
-            return raw
-        if b"purl.oclc.org/ooxml/" not in root:
-            return raw
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as target:
-            for info in package.infolist():
-                data = package.read(info)
-                if info.filename.lower().endswith((".xml", ".rels", ".vml")):
-                    data = _STRICT_URI.sub(_transitional_uri, data)
-                target.writestr(info.filename, data)
-    return out.getvalue()
-
 
 # ------------------------------------------------------------------ regions
 
@@ -174,7 +134,7 @@ def read(raw: bytes, out: Out, meta: dict[str, Any], max_cells: int) -> None:
     # openpyxl opens each read-only sheet to find its declared size, and parses the whole sheet when
     # it declares none; the rows are streamed here, so that size is never needed (this process only).
     ReadOnlyWorksheet._get_size = lambda self: None
-    package = transitional(raw)
+    package, strict = transitional(raw)
     try:
         book = openpyxl.load_workbook(io.BytesIO(package), read_only=True, data_only=True, keep_links=False)
         meta.update(core_meta(book.properties))
@@ -185,7 +145,7 @@ def read(raw: bytes, out: Out, meta: dict[str, Any], max_cells: int) -> None:
     except (Stop, Refused, MemoryError, RecursionError):
         raise
     except Exception as exc:
-        if package is raw:
+        if not strict:
             raise
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise Refused("strict", f"{reason}, even with its Strict namespaces rewritten") from None

@@ -60,11 +60,10 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from .common import MAX_DEPTH, Out, Refused, core_meta
+from .common import MAX_DEPTH, Out, Refused, core_meta, transitional
 from .word_math import math_text
 from .word_text import _M, _MC, _REL, _VAL, _W, visible
 
@@ -120,80 +119,6 @@ def read(raw: bytes, out: Out, meta: dict[str, Any]) -> None:
 def _said(exc: Exception) -> str:
     """An exception's message on one line (a ``KeyError``'s without the quotes its ``str`` adds)."""
     return " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
-
-
-# ------------------------------------------------------------------ strict
-
-
-_STRICT = "http://purl.oclc.org/ooxml/"
-_STRICT_NAMES = (
-    # The few names Strict spells differently, then the namespace roots (order matters).
-    (
-        "http://purl.oclc.org/ooxml/officeDocument/relationships/extendedProperties",
-        "http://schemas.openxmlformats.org/officeDocument/2006/relationships/extended-properties",
-    ),
-    (
-        "http://purl.oclc.org/ooxml/officeDocument/relationships/customProperties",
-        "http://schemas.openxmlformats.org/officeDocument/2006/relationships/custom-properties",
-    ),
-    (
-        "http://purl.oclc.org/ooxml/officeDocument/extendedProperties",
-        "http://schemas.openxmlformats.org/officeDocument/2006/extended-properties",
-    ),
-    (
-        "http://purl.oclc.org/ooxml/officeDocument/customProperties",
-        "http://schemas.openxmlformats.org/officeDocument/2006/custom-properties",
-    ),
-    ("http://purl.oclc.org/ooxml/officeDocument/", "http://schemas.openxmlformats.org/officeDocument/2006/"),
-    (
-        "http://purl.oclc.org/ooxml/wordprocessingml/",
-        "http://schemas.openxmlformats.org/wordprocessingml/2006/",
-    ),
-    ("http://purl.oclc.org/ooxml/drawingml/", "http://schemas.openxmlformats.org/drawingml/2006/"),
-)
-
-
-def transitional(raw: bytes) -> tuple[bytes, bool]:
-    """The package with Strict OOXML names rewritten to Transitional ones, and whether any were.
-
-    Strict differs from Transitional in its namespace and relationship-type URIs
-    (``http://purl.oclc.org/ooxml/wordprocessingml/main`` for
-    ``http://schemas.openxmlformats.org/wordprocessingml/2006/main``, and so on); the element names
-    are the same, so rewriting the URIs in every ``.xml`` and ``.rels`` member lets python-docx read
-    it. A package is Strict when a relationship names a Strict type; only then is it read once more
-    and rebuilt in memory (it has passed the zip budget, so this costs at most that budget again).
-    """
-    with zipfile.ZipFile(io.BytesIO(raw)) as package:
-        members = [i for i in package.infolist() if i.filename.lower().endswith((".xml", ".rels"))]
-        if not any(
-            _STRICT.encode() in package.read(i) for i in members if i.filename.lower().endswith(".rels")
-        ):
-            return raw, False
-        changed: dict[str, bytes] = {}
-        for info in members:
-            data = package.read(info)
-            encoding = (
-                "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff")
-                else "utf-8-sig" if data[:3] == b"\xef\xbb\xbf"
-                else "utf-8"
-            )  # fmt: skip
-            try:
-                text = data.decode(encoding)
-            except UnicodeDecodeError:
-                continue
-            if _STRICT not in text:
-                continue
-            for strict_name, name in _STRICT_NAMES:
-                text = text.replace(strict_name, name)
-            changed[info.filename] = text.encode(encoding)
-        if not changed:
-            return raw, False
-        rebuilt = io.BytesIO()
-        with zipfile.ZipFile(rebuilt, "w", zipfile.ZIP_STORED) as target:
-            for info in package.infolist():
-                if not info.is_dir():
-                    target.writestr(info.filename, changed.get(info.filename) or package.read(info))
-    return rebuilt.getvalue(), True
 
 
 # ------------------------------------------------------------------ reader
