@@ -54,8 +54,7 @@ class Follower:
 
     def describe(self) -> str:
         """How this server stays current, for ``index_status``'s freshness: it follows the writer."""
-        how = getattr(self._store, "follow_mode", None)
-        by = how() if callable(how) else f"reading the index every {WAIT_SECONDS:g} s"
+        by = self._store.follow_mode()
         last = self._store.meta().last_pass_at
         when = f"{max(0.0, time.time() - last):.0f} s ago" if last is not None else "none yet"
         return f"follows the writer's passes ({by}); its last pass: {when}"

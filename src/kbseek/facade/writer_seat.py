@@ -60,8 +60,7 @@ class WriterSeat:
 
     def took_over(self) -> str | None:
         """The writer and folder a ``take_over`` replaced as the index's source, in words, if any."""
-        replaced = getattr(self._lock, "replaced", None)
-        return replaced.describe() if replaced is not None else None
+        return self._lock.took_over_from()
 
     def release(self) -> None:
         self._lock.release()

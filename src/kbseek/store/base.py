@@ -348,6 +348,10 @@ class Store(Protocol):
         """
         ...
 
+    def follow_mode(self) -> str:
+        """How :meth:`wait_for_pass` learns of another process's passes, in words for a reader's status."""
+        ...
+
     # -- documents ---------------------------------------------------------------------------------
 
     def counts(self) -> Counts:

@@ -84,6 +84,10 @@ class PassLock(Protocol):
         """Give up what :meth:`keep` held."""
         ...
 
+    def took_over_from(self) -> str | None:
+        """The writer and folder a ``take_over`` replaced as the index's source, in words, if any."""
+        ...
+
 
 class WriterLock:
     """``with lock.hold():`` around a pass; raises :class:`IndexLocked` if another process has it."""
@@ -107,6 +111,10 @@ class WriterLock:
 
     def release(self) -> None:
         """Nothing was kept."""
+
+    def took_over_from(self) -> str | None:
+        """Nothing to take over: a SQLite index has no other source than its folder."""
+        return None
 
     @contextmanager
     def hold(self, *, take_over: bool = False) -> Iterator[None]:

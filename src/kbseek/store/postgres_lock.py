@@ -139,6 +139,9 @@ class PassLock:
             if self._kept is None:
                 self._kept = self._acquire(take_over=take_over)
 
+    def took_over_from(self) -> str | None:
+        return self.replaced.describe() if self.replaced is not None else None
+
     def release(self) -> None:
         with self._guard:
             self._keeping = False

@@ -205,6 +205,9 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
     def meta(self) -> IndexMeta:
         return index_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
 
+    def follow_mode(self) -> str:
+        return f"reading the index every {PASS_POLL_SECONDS:g} s"
+
     def wait_for_pass(self, seen: int, timeout: float) -> int:
         """SQLite tells no other process of a commit, so the counter is read a few times a second."""
         deadline = time.monotonic() + timeout
