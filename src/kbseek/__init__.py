@@ -40,9 +40,11 @@ from kbseek.errors import (
     ServiceError,
     StoreUnavailable,
     TopicNotFound,
+    UnknownField,
     UnsupportedExtension,
     WrittenElsewhere,
 )
+from kbseek.filters import Filters
 from kbseek.kb import KnowledgeBase
 from kbseek.library import Library
 from kbseek.progress import ProgressSnapshot
@@ -80,6 +82,7 @@ __all__ = [
     "EmbedderUnavailable",
     "Explanation",
     "FetchResponse",
+    "Filters",
     "IndexIncompatible",
     "IndexLocked",
     "IndexProgress",
@@ -115,6 +118,7 @@ __all__ = [
     "Topic",
     "TopicNotFound",
     "TopicsResponse",
+    "UnknownField",
     "UnsupportedExtension",
     "WrittenElsewhere",
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from kbseek.dates import DATE_FIELDS
 from kbseek.embed.base import EmbedderSpec
 from kbseek.errors import ConfigError
 from kbseek.ingest.chunker import ChunkOptions
@@ -137,6 +138,9 @@ class Settings:
     approximate_above: int = 100_000
     """Above this many chunk vectors the dense leg searches an approximate (HNSW, int8) index saved
     beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
+    date_fields: tuple[str, ...] = DATE_FIELDS
+    """``[index].date_fields``: the front-matter fields a document's date is read from, the first
+    present first; failing all, its file's modification time (``kbseek.dates``)."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
     """``[rerank]``: a cross-encoder that re-orders the best fused candidates, within a time budget;
     off unless a provider is set (docs/decisions/0038)."""
@@ -189,6 +193,10 @@ class Settings:
                 "[store].url must be a PostgreSQL URL (postgresql://user@host/database); "
                 "leave it out to keep the index in a SQLite file beside the notes"
             )
+        if not self.date_fields or not all(isinstance(f, str) and f.strip() for f in self.date_fields):
+            raise ConfigError(
+                f"[index].date_fields must be a list of front-matter field names, e.g. {list(DATE_FIELDS)}"
+            )
         if self.approximate_above < 0:
             raise ConfigError(
                 f"[index].approximate_above must be 0 (always approximate) or more, not {self.approximate_above}"
@@ -232,6 +240,7 @@ KEYS: tuple[Key, ...] = (
     Key("index", "freshness_interval", "freshness_interval_s", float, reloadable=True),
     Key("index", "reconcile_interval", "reconcile_interval_s", float, reloadable=True),
     Key("index", "approximate_above", "approximate_above", int, reloadable=False),
+    Key("index", "date_fields", "date_fields", tuple, reloadable=False),
     Key("store", "url", "store_url", str, reloadable=False),
     Key("store", "name", "kb_name", str, reloadable=False),
 )

@@ -6,7 +6,8 @@ it is given::
 
     KbError
     ├── InvalidArgument        an argument that cannot be used as given (empty, not a number, a bad date)
-    │   └── BadResourceUri         a kb:// URI that cannot name anything kbseek offers
+    │   ├── BadResourceUri         a kb:// URI that cannot name anything kbseek offers
+    │   └── UnknownField           a search's where names a front-matter field no document has
     ├── TopicNotFound          a kb://topic/ URI naming a folder with no servable document
     ├── ConfigError            bad config file, unknown key, bad value, missing knowledge-base folder
     ├── IndexIncompatible      index built by another schema or embedding model
@@ -47,6 +48,12 @@ class InvalidArgument(KbError, ValueError):
 
 class BadResourceUri(InvalidArgument):
     """A ``kb://`` URI that cannot name anything kbseek offers; the message says why."""
+
+
+class UnknownField(InvalidArgument):
+    """A search's ``where`` names a front-matter field no document has (likely misspelt); the message
+    lists the fields there are. Several collections searched together skip a collection that lacks
+    the field instead (``Library.search``), and refuse only when none has it."""
 
 
 class TopicNotFound(KbError, LookupError):

@@ -1,16 +1,114 @@
 """``SearchFilters``: what a search is narrowed to, as one value from the surface to the store.
 
-A search's narrowing used to travel as loose arguments (``path_prefix, tags``) through every layer,
-the MCP tool, ``KnowledgeBase.search``, the request, each leg and each store method, so adding one
-filter touched a dozen files. It is one value now: built and validated once where the request
-arrives (``facade/shaping.py``), read by both legs of the pipeline, and translated by each store to
-its own SQL (``store/sqlite.py``, ``store/postgres.py``). A filter added later is a field here, its
-parsing there, and one clause per store.
+A search's narrowing travels as one value: built and validated once where the request arrives
+(:func:`parse_filters`, called by ``facade/shaping.py``), read by both legs of the pipeline, and
+translated by each store to its own SQL (``store/sqlite.py``, ``store/postgres.py``). A filter added
+later is a field here, its parsing here, and one clause per store.
+
+Both stores must return the same documents for the same filters, so everything that could differ
+between two SQL dialects is decided here in Python: front-matter values are stored already folded
+(:func:`field_rows`), a glob is translated once into the small regular-expression language both
+engines read alike (:func:`glob_regex`), and dates are compared as ``YYYY-MM-DD`` text.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from kbseek.dates import parse_bound
+from kbseek.errors import InvalidArgument
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+MAX_FIELD_VALUES = 64
+"""Values one front-matter field may store per document (a list longer than this is cut): enough for
+any real list of owners or tags, and a bound on what one file can add to the index."""
+MAX_VALUE_CHARS = 200
+"""Longer front-matter strings are prose, not a value anyone filters on; they are not stored."""
+MAX_CONDITIONS = 16
+"""Conditions one search may carry per kind (fields, globs, tags): each is a clause in every leg."""
+
+SORTS = ("relevance", "newest")
+
+
+def fold(text: str) -> str:
+    """Text as filters compare it: blanks collapsed, ASCII letters lower-cased (as SQLite's ``lower``
+    does, so the stores agree), NUL (which PostgreSQL text cannot hold) replaced."""
+    return " ".join(text.split()).translate(_ASCII_LOWER).replace("\x00", "\ufffd")
+
+
+def field_value(value: Any) -> str | None:
+    """A front-matter scalar as stored and compared: ``true``/``false``, a number in its shortest
+    form (``3`` and ``3.0`` alike), text folded; ``None`` for what is not a filterable scalar."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        text = fold(value)
+        if not text or len(text) > MAX_VALUE_CHARS:
+            return None
+        number = _number(text)
+        return number if number is not None else text
+    return None
+
+
+def _number(text: str) -> str | None:
+    """A number written as text (``--where priority=2`` from a shell) in the form a YAML number takes."""
+    if not re.fullmatch(r"[+-]?\d+(\.\d+)?", text):
+        return None
+    return field_value(float(text)) if "." in text else str(int(text))
+
+
+def field_name(name: object) -> str:
+    return fold(str(name))
+
+
+def field_rows(frontmatter: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The (field, value) pairs a document's front matter is filtered by: each top-level scalar, and
+    each scalar item of a top-level list; nested mappings are not filterable and are left out."""
+    rows: dict[tuple[str, str], None] = {}
+    for key, raw in frontmatter.items():
+        name = field_name(key)
+        if not name:
+            continue
+        items = raw if isinstance(raw, list) else [raw]
+        kept = 0
+        for item in items:
+            value = field_value(item)
+            if value is not None and (name, value) not in rows:
+                rows[(name, value)] = None
+                kept += 1
+                if kept >= MAX_FIELD_VALUES:
+                    break
+    return list(rows)
+
+
+@dataclass(frozen=True)
+class FieldCondition:
+    """One ``where`` entry: the field holds one of ``values``, or (``values`` empty) exists or not."""
+
+    field: str
+    values: tuple[str, ...] = ()
+    exists: bool = True
+
+    def describe(self) -> str:
+        if not self.values:
+            return f"{self.field} exists" if self.exists else f"{self.field} absent"
+        if len(self.values) == 1:
+            return f"{self.field}={self.values[0]}"
+        return f"{self.field} in ({', '.join(self.values)})"
 
 
 @dataclass(frozen=True)
@@ -18,17 +116,255 @@ class SearchFilters:
     """The conditions a hit's document must meet, AND-ed; the default narrows nothing.
 
     ``path_prefix`` is root-relative, compared literally with ASCII letters folded, as given (the
-    facade has cleaned it); ``tags`` must all be on the document, compared folded.
+    facade has cleaned it); ``tags`` must all be on the document and one of ``tags_any`` must be,
+    compared folded; ``path_globs``: the path matches one of them (:func:`glob_regex`); ``types``:
+    the document's parser is one of them; ``after``/``before``: its date is on or after / on or
+    before that day; ``where``: each condition holds on its front matter.
     """
 
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    path_globs: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    after: str | None = None
+    before: str | None = None
+    where: tuple[FieldCondition, ...] = ()
 
     @property
     def narrows(self) -> bool:
         """Whether any condition is set (no filter: the store reads no document table)."""
-        return bool(self.path_prefix) or bool(self.tags)
+        return any(
+            (self.path_prefix, self.tags, self.tags_any, self.path_globs, self.types, self.after,
+             self.before, self.where)
+        )  # fmt: skip
+
+    def describe(self) -> str:
+        """The filters as a person would read them back, for a note that names what matched nothing."""
+        parts: list[str] = []
+        if self.path_prefix:
+            parts.append(f"path_prefix={self.path_prefix}")
+        if self.path_globs:
+            parts.append(f"path_globs={', '.join(self.path_globs)}")
+        if self.types:
+            parts.append(f"types={', '.join(self.types)}")
+        if self.tags:
+            parts.append(f"tags={', '.join(self.tags)}")
+        if self.tags_any:
+            parts.append(f"tags_any={', '.join(self.tags_any)}")
+        if self.after:
+            parts.append(f"after={self.after}")
+        if self.before:
+            parts.append(f"before={self.before}")
+        parts += [f"where {c.describe()}" for c in self.where]
+        return "; ".join(parts)
 
 
 NO_FILTERS = SearchFilters()
 """The search over the whole knowledge base."""
+
+
+# -- reading what a caller sent ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a caller asks a search to be narrowed to, as given: the library's argument, which every
+    surface (MCP, CLI, HTTP, the page) fills from its own arguments. Nothing is checked here; the
+    knowledge base reads it once (:func:`parse_filters`) and refuses what it cannot use.
+
+    ``after``/``before``: a day (``date``, ``"2026-03-01"``) or an age (``"7d"``, ``"2w"``, ``"1y"``),
+    both included. ``where``: front-matter field → value, → list of values (any one), or →
+    ``{"exists": bool}``. ``tags``: all of them; ``tags_any``: one of them. ``path_globs``: one of
+    them (``runbooks/**``, ``*.pdf``). ``types``: parser names (``md``, ``pdf``, ``docx`` …).
+    """
+
+    path_prefix: str | None = None
+    tags: Sequence[str] = ()
+    tags_any: Sequence[str] = ()
+    path_globs: Sequence[str] = ()
+    types: Sequence[str] = ()
+    after: str | date | None = None
+    before: str | date | None = None
+    where: Mapping[str, Any] | None = None
+
+
+def parse_filters(
+    *,
+    path_prefix: str | None = None,
+    tags: Iterable[str] | None = None,
+    tags_any: Iterable[str] | None = None,
+    path_globs: Iterable[str] | None = None,
+    types: Iterable[str] | None = None,
+    after: object = None,
+    before: object = None,
+    where: Mapping[str, Any] | None = None,
+    known_types: Sequence[str] = (),
+    today: date | None = None,
+) -> SearchFilters:
+    """Filters as sent by any surface, checked once: a malformed date, an impossible range, an unknown
+    type or an unreadable condition is an :class:`InvalidArgument` that says what is accepted.
+
+    ``path_prefix`` is taken as already cleaned (``shaping.clean_prefix``); ``known_types`` are the
+    parser names a ``types`` entry may take (``md``, ``pdf`` …; a leading dot is allowed).
+    """
+    first, last = parse_bound("after", after, today=today), parse_bound("before", before, today=today)
+    if first and last and first > last:
+        raise InvalidArgument(
+            f"after={first} is later than before={last}: no day is both; after is the earliest day "
+            "kept and before the latest, each included"
+        )
+    return SearchFilters(
+        path_prefix=path_prefix,
+        tags=_texts("tags", tags),
+        tags_any=_texts("tags_any", tags_any),
+        path_globs=tuple(_glob(g) for g in _texts("path_globs", path_globs)),
+        types=_types(types, known_types),
+        after=first,
+        before=last,
+        where=_conditions(where),
+    )
+
+
+def _texts(name: str, values: Iterable[str] | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidArgument(f"{name} must be a list of strings, not one holding {value!r}")
+        if value.strip():
+            out.append(value.strip())
+    out = list(dict.fromkeys(out))
+    if len(out) > MAX_CONDITIONS:
+        raise InvalidArgument(f"{name} has {len(out)} entries; at most {MAX_CONDITIONS} are accepted")
+    return tuple(out)
+
+
+def _types(values: Iterable[str] | None, known: Sequence[str]) -> tuple[str, ...]:
+    out = tuple(dict.fromkeys(t.lstrip(".").lower() for t in _texts("types", values)))
+    unknown = [t for t in out if known and t not in known]
+    if unknown:
+        raise InvalidArgument(
+            f"types: {', '.join(repr(t) for t in unknown)} is not a file type kbseek reads; "
+            f"accepted: {', '.join(known)}"
+        )
+    return out
+
+
+def _conditions(where: Mapping[str, Any] | None) -> tuple[FieldCondition, ...]:
+    if where is None:
+        return ()
+    if not isinstance(where, Mapping):
+        raise InvalidArgument(
+            'where must be an object of front-matter field to value, e.g. {"status": "accepted"}'
+        )
+    if len(where) > MAX_CONDITIONS:
+        raise InvalidArgument(f"where has {len(where)} fields; at most {MAX_CONDITIONS} are accepted")
+    out: list[FieldCondition] = []
+    for key, wanted in where.items():
+        name = field_name(key)
+        if not name:
+            raise InvalidArgument("where has an empty field name")
+        out.append(_condition(name, key, wanted))
+    return tuple(out)
+
+
+WHERE_FORMS = (
+    'a value ("accepted", 3, true), a list of values meaning any one of them (["open", "triage"]), '
+    'or {"exists": true} / {"exists": false}'
+)
+
+
+def _condition(name: str, key: str, wanted: Any) -> FieldCondition:
+    if isinstance(wanted, Mapping):
+        if set(wanted) == {"exists"} and isinstance(wanted["exists"], bool):
+            return FieldCondition(name, (), wanted["exists"])
+        raise InvalidArgument(f"where[{key!r}] = {wanted!r} is not understood: expected {WHERE_FORMS}")
+    items = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
+    if not items:
+        raise InvalidArgument(
+            f"where[{key!r}] is an empty list: no value could match; expected {WHERE_FORMS}"
+        )
+    values: list[str] = []
+    for item in items:
+        value = field_value(item)
+        if value is None or isinstance(item, (Mapping, list, tuple)):
+            raise InvalidArgument(
+                f"where[{key!r}] holds {item!r}, which no field can equal: expected {WHERE_FORMS}"
+            )
+        values.append(value)
+    if len(values) > MAX_FIELD_VALUES:
+        raise InvalidArgument(f"where[{key!r}] lists {len(values)} values; at most {MAX_FIELD_VALUES}")
+    return FieldCondition(name, tuple(dict.fromkeys(values)))
+
+
+def where_from_text(entries: Iterable[str]) -> dict[str, Any]:
+    """``where`` from ``field=value`` entries, as typed on a command line or in a URL: a field given
+    twice takes any of its values; ``field`` alone means it exists, ``!field`` that it does not."""
+    out: dict[str, Any] = {}
+    for entry in entries:
+        entry = entry.strip()
+        if not entry:
+            continue
+        if "=" not in entry:
+            absent = entry.startswith("!")
+            out[entry.lstrip("!").strip()] = {"exists": not absent}
+            continue
+        key, value = (part.strip() for part in entry.split("=", 1))
+        previous = out.get(key)
+        if isinstance(previous, list):
+            previous.append(value)
+        else:
+            out[key] = [value]
+    return out
+
+
+# -- globs ---------------------------------------------------------------------------------------------
+
+
+def _glob(pattern: str) -> str:
+    """A glob as kept: separators as ``/``, ASCII letters folded (paths compare folded, as prefixes do)."""
+    cleaned = pattern.replace("\\", "/").lstrip("/").translate(_ASCII_LOWER)
+    if cleaned.startswith("./"):
+        cleaned = cleaned[2:]
+    if not cleaned or "\x00" in cleaned:
+        raise InvalidArgument(f"path_globs entry {pattern!r} is empty; e.g. runbooks/**/*.md or *.pdf")
+    return cleaned
+
+
+def glob_regex(glob: str) -> str:
+    """The anchored regular expression a kept glob means, matched against a path with ASCII letters
+    folded. ``*`` and ``?`` stay within one folder, ``**`` crosses folders (``a/**/b`` also matches
+    ``a/b``), and a glob without ``/`` matches a file name in any folder (as in ``.gitignore``).
+
+    Only ``^ $ . * ( ) | [^/]`` and backslash escapes of punctuation are produced, which Python's
+    ``re`` and PostgreSQL's regular expressions read alike.
+    """
+    if "/" not in glob.rstrip("/"):
+        glob = "**/" + glob
+    out: list[str] = ["^"]
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            char = glob[i]
+            out.append("\\" + char if not char.isalnum() and char.isascii() and char not in "/_ -" else char)
+            i += 1
+    if glob.endswith("/"):
+        out.append(".*")  # a folder: everything under it
+    out.append("$")
+    return "".join(out)

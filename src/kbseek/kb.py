@@ -21,6 +21,7 @@ from kbseek.facade.related import Related
 from kbseek.facade.retrieval import Retrieval
 from kbseek.facade.runner import IndexListener, IndexRunner
 from kbseek.facade.semantic import SemanticLeg
+from kbseek.filters import Filters
 from kbseek.ingest.copying import CopyReport
 from kbseek.ingest.indexer import IndexReport
 from kbseek.progress import ProgressListener
@@ -219,22 +220,22 @@ class KnowledgeBase:
         query: str,
         *,
         limit: int | None = None,
-        path_prefix: str | None = None,
-        tags: Sequence[str] | None = None,
+        filters: Filters | None = None,
+        sort: str = "relevance",
         snippet_chars: int | None = None,
         explain: bool = False,
         also: Sequence[str] = (),
         scale: Sequence[tuple[float, float]] = (),
     ) -> SearchResponse:
-        """Ranked hits for a question or keywords in any language, snippets centred on the match.
-
+        """Ranked hits for a question or keywords in any language, snippets centred on the match, within
+        ``filters`` (``kbseek.Filters``); ``sort="newest"``: newest first, and with no query a listing.
         Omitted ``limit``/``snippet_chars`` take today's default; values past the caps are clamped (``notes``).
         ``explain``: each leg's rank and score. ``also``: other phrasings (the other language, keywords, an
         answer); a chunk ranks by its best, higher if others agree. ``scale``: see ``Library.search``."""
         self._semantic.ensure_loaded()
         self._runner.refresh()
         args = shaping.search_args(
-            self.limits, query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
+            self.limits, query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
             explain=explain, also=also, scale=scale,
         )  # fmt: skip
         return self._retrieval.search(args, self.summary)

@@ -23,8 +23,9 @@ from typing import Any
 
 from kbseek.config import build_settings, load_config_file
 from kbseek.embed.base import Embedder
-from kbseek.errors import ConfigError, InvalidArgument
+from kbseek.errors import ConfigError, InvalidArgument, UnknownField
 from kbseek.facade import shaping
+from kbseek.filters import Filters
 from kbseek.kb import KnowledgeBase
 from kbseek.responses import (
     FetchResponse,
@@ -159,8 +160,8 @@ class Library:
         *,
         kb: KbArg = None,
         limit: int | None = None,
-        path_prefix: str | None = None,
-        tags: Sequence[str] | None = None,
+        filters: Filters | None = None,
+        sort: str = "relevance",
         snippet_chars: int | None = None,
         explain: bool = False,
         also: Sequence[str] = (),
@@ -171,33 +172,33 @@ class Library:
         ones, as one index holding them all would be, so that a weak match in one collection does
         not score as that collection's best (``SearchRequest.scale``)."""
         names = self.pick(kb)
-        scale = self._shared_scale(names, query, path_prefix=path_prefix, tags=tags, also=also)
-        answers = {
-            name: self._kbs[name].search(
-                query,
-                limit=limit,
-                path_prefix=path_prefix,
-                tags=tags,
-                snippet_chars=snippet_chars,
-                explain=explain,
-                also=also,
-                scale=scale,
-            )
-            for name in names
-        }
+        scale = self._shared_scale(names, query, filters=filters, also=also) if query.strip() else ()
+        answers: dict[str, SearchResponse] = {}
+        unknown: UnknownField | None = None
+        for name in names:
+            try:
+                answers[name] = self._kbs[name].search(
+                    query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
+                    explain=explain, also=also, scale=scale,
+                )  # fmt: skip
+            except UnknownField as exc:  # a collection without the field holds no document with it
+                if len(names) == 1:
+                    raise
+                unknown = exc
+        if not answers and unknown is not None:
+            raise unknown
         if not self.several:
             return answers[names[0]]
         first = self._kbs[names[0]]
-        wanted = shaping.search_args(first.limits, query or " ", limit=limit).limit
-        return merge_searches(answers, wanted)
+        wanted = shaping.clamp("limit", limit, first.limits.default_limit, 1, first.limits.max_limit, [])
+        return merge_searches(answers, wanted, newest=sort == "newest")
 
     def _shared_scale(
         self,
         names: Sequence[str],
         query: str,
         *,
-        path_prefix: str | None,
-        tags: Sequence[str] | None,
+        filters: Filters | None,
         also: Sequence[str],
     ) -> tuple[tuple[float, float], ...]:
         """The largest best-BM25 and best-coverage per phrasing over ``names``; empty for one collection."""
@@ -206,7 +207,7 @@ class Library:
         scales = []
         for name in names:
             kb = self._kbs[name]
-            args = shaping.search_args(kb.limits, query, path_prefix=path_prefix, tags=tags, also=also)
+            args = shaping.search_args(kb.limits, query, filters=filters, also=also)
             scales.append(kb.retrieval().lexical_scale(args))
         return tuple(
             (max(s[i][0] for s in scales), max(s[i][1] for s in scales)) for i in range(len(scales[0]))
@@ -274,9 +275,11 @@ class Library:
         return _summed([kb.summary() for kb in self._kbs.values()])
 
 
-def merge_searches(answers: Mapping[str, SearchResponse], limit: int) -> SearchResponse:
-    """Several collections' answers to one query as one: hits by fused score, best first, each naming
-    its collection (and its ``kb://NAME/doc/`` uri), cut at ``limit``.
+def merge_searches(
+    answers: Mapping[str, SearchResponse], limit: int, *, newest: bool = False
+) -> SearchResponse:
+    """Several collections' answers to one query as one: hits by fused score, best first (``newest``:
+    newest date first), each naming its collection (and its ``kb://NAME/doc/`` uri), cut at ``limit``.
 
     Low confidence only when every collection is unsure: one confident collection is an answer. Notes
     that every collection gave alike are said once; the others name their collection. ``empty``
@@ -286,6 +289,8 @@ def merge_searches(answers: Mapping[str, SearchResponse], limit: int) -> SearchR
     order = {n: i for i, n in enumerate(names)}
     hits: list[tuple[str, SearchHit]] = [(n, h) for n in names for h in answers[n].hits]
     hits.sort(key=lambda nh: (-nh[1].score, order[nh[0]]))
+    if newest:  # stable: within a day, the order by score stays
+        hits.sort(key=lambda nh: nh[1].date or "", reverse=True)
     merged = [
         h.model_copy(update={"kb": n, "uri": h.uri and document_uri(h.path, n)}) for n, h in hits[:limit]
     ]

@@ -36,6 +36,7 @@ from kbseek.responses import (
     TopicsResponse,
 )
 from kbseek.text.plurals import counted
+from kbseek.text.quoting import bounded
 
 # -- untrusted text ------------------------------------------------------------------------------------
 
@@ -168,13 +169,18 @@ def search_text(r: SearchResponse, token: str | None = None, *, brief: bool = Fa
     if r.low_confidence and r.hits:
         head += " — low confidence: the knowledge base may not cover this"
     lines = [head]
+    dated_paths: set[str] = set()
     for i, h in enumerate(r.hits, 1):
         lines.append(f"{i}. {_heading(_section(h.heading_path))} · chunk_id {escaped(h.chunk_id)}")
         if h.explain is not None:
             lines.append(f"   score {h.score:.4f}")
             lines.append(_explain(h.explain))
         snippet = _without_heading(h.snippet, h.heading_path)
-        lines.extend(passage(token, snippet, h.path, f"lines={h.line_start}-{h.line_end}"))
+        # A document's date is said at its first hit only (the answer's budget, decision 0043); it is
+        # always YYYY-MM-DD, written by kbseek.dates, never text from the file.
+        dated = f" date={h.date}" if h.date and h.path not in dated_paths else ""
+        dated_paths.add(h.path)
+        lines.extend(passage(token, snippet, h.path, f"lines={h.line_start}-{h.line_end}{dated}"))
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 
@@ -258,5 +264,22 @@ def status_text(r: StatusResponse) -> str:
         lines.extend(f"  - {escaped(w.path)}: {escaped(w.reason)}" for w in r.warnings)
     if r.last_error:
         lines.append(f"last error:     {escaped(r.last_error)}")
+    if r.date_sources:
+        lines.append("dates from:     " + ", ".join(f"{escaped(k)} {n}" for k, n in r.date_sources.items()))
+    if r.fields:
+        lines.append("front matter:   filter with search where={field: value}; common values:")
+        lines.extend(
+            f"  - {_short(field)}: "
+            + (
+                ", ".join(f"{_short(v)} ({n})" for v, n in values.items())
+                or "a value of its own in each document"
+            )
+            for field, values in r.fields.items()
+        )
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
+
+
+def _short(text: str) -> str:
+    """A front-matter name or value from a file: one line, escaped, at most 40 characters."""
+    return escaped(bounded(" ".join(text.split()), 40))

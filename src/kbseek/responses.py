@@ -31,7 +31,8 @@ class IndexSummary(BaseModel):
 
 
 class Legs(BaseModel):
-    lexical: str = Field(description="'ok' or 'no_terms'.")
+    lexical: str
+    """``ok``, ``no_terms`` (the query has no searchable words) or ``none`` (no query: a listing)."""
     semantic: str  # the states index_status describes
 
 
@@ -53,7 +54,8 @@ class Explanation(BaseModel):
 
 
 class SearchHit(BaseModel):
-    chunk_id: str = Field(description="Pass to fetch.")
+    chunk_id: str
+    """Pass it to fetch."""
     path: str
     heading_path: list[str]
     """The document title, then the headings down to the section the snippet shows."""
@@ -67,6 +69,8 @@ class SearchHit(BaseModel):
     line_start: int
     line_end: int
     tags: list[str] = Field(default_factory=list)
+    date: str | None = None
+    """The document's date, YYYY-MM-DD (``kbseek.dates``: front matter, properties, else mtime)."""
     uri: str | None = None
     """The document's ``kb://doc/`` uri, when it is servable (D4)."""
     explain: Annotated[Explanation | None, WithJsonSchema({"type": ["object", "null"]})] = None
@@ -97,10 +101,8 @@ class SearchResponse(BaseModel):
     truncated: bool
     notes: list[str]
     """What was clamped or cut, and why a result is empty."""
-    note_codes: list[str] = Field(
-        default_factory=list,
-        description="A code per note, in order (the README lists them).",
-    )
+    note_codes: list[str] = Field(default_factory=list)
+    """A code per note, in order, so a surface can word each its own way (the README lists them)."""
     index: IndexSummary
 
 
@@ -152,6 +154,10 @@ class DocumentResponse(BaseModel):
     next_offset: int | None
     """The offset to read on from, when ``truncated``."""
     indexed: bool
+    date: str | None = None
+    """The document's date (YYYY-MM-DD) as the filters see it, when it is indexed."""
+    date_source: str | None = None
+    """Where the date came from: ``frontmatter:<field>``, ``properties:<field>`` or ``mtime``."""
     notes: list[str]
 
 
@@ -188,7 +194,8 @@ class IndexProgress(BaseModel):
     done: int
     total: int | None
     """Null while the scan is still counting."""
-    unit: str = Field(description="'files' or 'chunks'.")
+    unit: str
+    """``files`` or ``chunks``."""
     rate: float | None
     """Items per second in this phase so far."""
     eta: float | None = Field(description="Seconds left.")
@@ -205,11 +212,13 @@ class StatusResponse(BaseModel):
     """How far the running pass is; its shape is in the tool's output schema (decision 0008)."""
     last_index_at: str | None
     last_pass_seconds: float | None
-    semantic: str = Field(description="'ok', 'partial', 'loading', 'off' or 'unavailable'.")
+    semantic: str
+    """``ok``, ``partial``, ``loading``, ``off`` or ``unavailable``."""
     """'partial': only ``embedded`` of ``chunks`` have a vector so far."""
     embedded: int | None = None
     """Chunks with a vector; null when semantic search is off or unavailable."""
-    watcher: str = Field(default="off", description="'running', 'starting', 'off' or 'unavailable: …'.")
+    watcher: str = "off"
+    """``running``, ``starting``, ``off`` or ``unavailable: …``."""
     freshness: str = "stat scan before each call"
     """How edits reach the index: the watcher with a periodic stat scan in the background, a stat scan
     before each call (the watcher is off, starting or unavailable), or 'none: …' (a reader only)."""
@@ -219,6 +228,14 @@ class StatusResponse(BaseModel):
     skipped_total: int
     warnings: list[SkippedFile]
     last_error: str | None = None
+    fields: Annotated[dict[str, dict[str, int]], WithJsonSchema({"type": "object"})] = Field(
+        default_factory=dict, description="For search(where=): field: {common value: documents}."
+    )
+    """Front-matter fields, those most documents have first, each with its commonest values (as
+    ``where`` compares them: folded) and how many documents hold each. Its schema says only "an
+    object", as ``explain``'s: the tool list is bounded, and the shape is in the text and here."""
+    date_sources: Annotated[dict[str, int], WithJsonSchema({"type": "object"})] = Field(default_factory=dict)
+    """Documents per date source: ``frontmatter:<field>``, ``properties:<field>``, ``mtime``."""
     notes: list[str]
 
 

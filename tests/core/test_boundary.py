@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kbseek import Filters
 from kbseek.errors import LinkRefused, PathOutsideRoot
 from kbseek.ingest.guard import load_document
 from kbseek.ingest.parsers import Registry
@@ -67,9 +68,9 @@ def test_a_path_prefix_is_taken_relative_to_the_root_and_may_not_climb_out(kb_ro
     c = make_core(kb_root)
     try:
         c.index()
-        hits = c.search("backups restore", path_prefix="/runbooks/database/").hits
+        hits = c.search("backups restore", filters=Filters(path_prefix="/runbooks/database/")).hits
         assert hits and {h.path for h in hits} == {"runbooks/database/backup.md"}
         with pytest.raises(PathOutsideRoot, match=r"uses '\.\.'"):
-            c.search("backups", path_prefix="runbooks/../../")
+            c.search("backups", filters=Filters(path_prefix="runbooks/../../"))
     finally:
         c.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kbseek
-from kbseek import ConfigError, KbError, KnowledgeBase, Settings
+from kbseek import ConfigError, Filters, KbError, KnowledgeBase, Settings
 
 
 def test_the_package_exports_a_sorted_api_holding_the_core_names() -> None:
@@ -127,7 +127,7 @@ def test_a_search_narrowed_to_one_file_returns_more_than_the_per_document_cap(tm
     (tmp_path / "other.md").write_text("# Other\n\nRotate the tyres of the car.\n", encoding="utf-8")
     with KnowledgeBase(tmp_path, semantic=False) as kb:
         kb.index()
-        narrowed = kb.search("rotate signing key", path_prefix="keys.md", limit=6).hits
+        narrowed = kb.search("rotate signing key", filters=Filters(path_prefix="keys.md"), limit=6).hits
         assert len(narrowed) == 6 and {h.path for h in narrowed} == {"keys.md"}
         everywhere = kb.search("rotate", limit=6).hits
         paths = [h.path for h in everywhere]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbseek import KnowledgeBase
+from kbseek import Filters, KnowledgeBase
 from kbseek.config import Settings
 from kbseek.errors import InvalidArgument
 from kbseek.facade import related
@@ -163,6 +163,8 @@ def test_a_document_speaking_to_all_of_the_subject_outranks_one_matching_a_singl
         assert len(kb.store.neighbours(kb.store.document("subject.md").id, 0, 10)) >= 3  # type: ignore[union-attr]
         ranked = [h.path for h in kb.related("subject.md", links=False).hits]
         assert ranked.index("whole.md") < ranked.index("one-passage.md")
-        first_chunk = kb.search("apple banana cherry", path_prefix="subject").hits[0].chunk_id
+        first_chunk = (
+            kb.search("apple banana cherry", filters=Filters(path_prefix="subject")).hits[0].chunk_id
+        )
         by_chunk = [h.path for h in kb.related(chunk_id=first_chunk, links=False).hits]
         assert by_chunk[0] == "one-passage.md"  # one passage: its best match decides

@@ -29,7 +29,7 @@ def library_example(readme: Path) -> str:
 
 def test_the_readme_library_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = library_example(ROOT / "README.md")
-    assert '"~/notes"' in code and "from kbseek import KnowledgeBase" in code
+    assert '"~/notes"' in code and "from kbseek import Filters, KnowledgeBase" in code
     notes = tmp_path / "notes"
     copy_fixture(ROOT / "examples" / "kb", notes)
     exec(compile(code.replace('"~/notes"', repr(str(notes))), "README.md", "exec"), {})

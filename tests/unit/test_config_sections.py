@@ -38,6 +38,7 @@ SAMPLES: dict[str, Any] = {
     "[index].freshness_interval": 3.0,
     "[index].reconcile_interval": 30.0,
     "[index].approximate_above": 7,
+    "[index].date_fields": ["published", "date"],
     "[store].url": "postgresql://reader@db.example/notes",
     "[store].name": "team-notes",
 }

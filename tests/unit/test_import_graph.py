@@ -7,7 +7,7 @@ the design; it only hides a cycle from the interpreter, not from the reader.
 The layers, lowest first. A module may import modules of its own layer or of a lower one, never
 of a higher one::
 
-    0 foundation  errors, documents, uris, progress, filters, text/*
+    0 foundation  errors, documents, uris, progress, filters, dates, text/*
                   values and pure functions that know nothing of the rest
     1 domain      ingest/*, store/*, embed/*, search/*, rerank/*
                   files → documents → chunks → index → hits; each knows its inputs, not its callers
@@ -51,6 +51,7 @@ def _package(name: str) -> tuple[str, str]:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "kbseek.errors", "kbseek.documents", "kbseek.uris", "kbseek.progress", "kbseek.remote", "kbseek.filters",
+        "kbseek.dates",
         *_package("kbseek.text"),
     )),
     ("domain", (

@@ -29,7 +29,7 @@ from kbseek.facade.shaping import (
     topics_response,
 )
 from kbseek.facade.status import StatusFacts, status_response
-from kbseek.filters import SearchFilters
+from kbseek.filters import NO_FILTERS, Filters, SearchFilters
 from kbseek.ingest.guard import LoadedDocument
 from kbseek.responses import IndexSummary, MissingChunk, SearchResponse
 from kbseek.search.fts_query import CompiledQuery
@@ -82,7 +82,10 @@ def test_a_clamped_argument_is_said_in_the_notes_and_an_omitted_one_takes_the_de
     assert clamp("limit", 99, 8, 1, 50, notes) == 50
     assert notes == ["limit=0 was raised to the minimum 1", "limit=99 was clamped to the maximum 50"]
     args = search_args(
-        Limits(default_limit=3), "q", snippet_chars=5, path_prefix="/runbooks/", tags=[" a ", ""]
+        Limits(default_limit=3),
+        "q",
+        snippet_chars=5,
+        filters=Filters(path_prefix="/runbooks/", tags=[" a ", ""]),
     )
     assert (args.limit, args.snippet_chars, args.filters) == (3, 40, SearchFilters("runbooks/", ("a",)))
     assert args.notes == ("snippet_chars=5 was raised to the minimum 40",)
@@ -115,12 +118,14 @@ def test_a_loaded_model_that_covers_part_of_the_index_is_shown_as_partial() -> N
 
 def test_an_empty_result_says_whether_nothing_matched_or_nothing_is_indexed() -> None:
     running = IndexSummary(documents=0, chunks=0, indexing=True)
-    assert "first indexing pass is still running" in empty_explanation(running, False, None, (), {".md"})
+    assert "first indexing pass is still running" in empty_explanation(running, False, NO_FILTERS, {".md"})
     empty = running.model_copy(update={"indexing": False})
-    assert "no indexable files (.md, .txt)" in empty_explanation(empty, False, None, (), {".txt", ".md"})
-    scoped = empty_explanation(INDEXED, False, "notes/", ["ops"], {".md"})
-    assert "within path_prefix='notes/' and tags=['ops']" in scoped and "3 documents and 7 chunks" in scoped
-    assert "no searchable words" in empty_explanation(INDEXED, True, None, (), {".md"})
+    assert "no indexable files (.md, .txt)" in empty_explanation(empty, False, NO_FILTERS, {".txt", ".md"})
+    scoped = empty_explanation(INDEXED, False, SearchFilters("notes/", ("ops",)), {".md"})
+    assert (
+        "within the filters (path_prefix=notes/; tags=ops)" in scoped and "3 documents and 7 chunks" in scoped
+    )
+    assert "no searchable words" in empty_explanation(INDEXED, True, NO_FILTERS, {".md"})
     r = search_response(
         search_args(LIMITS, "- :"), result([], terms=()), limits=LIMITS, servable=set(),
         semantic=SemanticState.OFF, semantic_error=None, summary=INDEXED, extensions={".md"},

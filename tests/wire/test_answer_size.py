@@ -105,10 +105,14 @@ async def test_a_default_search_answer_holds_what_triage_needs_and_nothing_twice
     answers = await _default_answers(examples)
     for query, text, data in answers:
         assert len(data["hits"]) == 5, query
+        dated: set[str] = set()
         for i, hit in enumerate(data["hits"], 1):
-            # the section, the chunk id, the file and its lines, the snippet: each once
+            # the section, the chunk id, the file and its lines, the snippet: each once; the
+            # document's date at its first hit
             assert f"\n{i}. " in text and text.count(hit["chunk_id"]) == 1, query
-            assert f'path="{hit["path"]}" lines={hit["line_start"]}-{hit["line_end"]}>>>' in text, query
+            date = "" if hit["path"] in dated else f" date={hit['date']}"
+            dated.add(hit["path"])
+            assert f'path="{hit["path"]}" lines={hit["line_start"]}-{hit["line_end"]}{date}>>>' in text, query
             assert hit["snippet"][-40:] in text, query
         assert query not in text  # the agent knows what it asked
         assert all(f"note: {n}" in text for n in data["notes"])

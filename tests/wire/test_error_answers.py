@@ -58,7 +58,7 @@ async def test_a_tool_refusal_is_an_error_result_with_its_message(core: Knowledg
     text, is_error = await call_tool(core, "get_document", {"path": "notes/nothing-here.md"})
     assert is_error and "no file at 'notes/nothing-here.md'" in text
     text, is_error = await call_tool(core, "search", {"query": " "})
-    assert is_error and text.endswith("query is empty: pass the words or question to search for")
+    assert is_error and "query is empty: pass the words or question to search for, or sort='newest'" in text
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=lambda e: type(e).__name__)

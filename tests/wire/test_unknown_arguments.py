@@ -1,8 +1,9 @@
 """An argument a tool does not take is an error on every tool, never silently dropped.
 
-``search`` with ``after``, ``before``, ``where`` or ``sort`` answered ten hits from every date and
-topic and no word that the arguments were not understood: an agent that believes it filtered cites
-the wrong decade's decision.
+``search`` with ``after``, ``before``, ``where`` or ``sort`` once answered ten hits from every date
+and topic and no word that the arguments were not understood: an agent that believes it filtered
+cites the wrong decade's decision. Those are arguments now; a name from another tool's vocabulary
+(``date_from``, ``metadata_filters``) must still be refused by name.
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ def anyio_backend() -> str:
 async def test_search_with_arguments_it_does_not_take_is_an_error_naming_them(core: KnowledgeBase) -> None:
     async with Client(build_server(core)) as client:
         result = await client.call_tool(
-            "search", {"query": "rollback", "after": "7d", "where": {"status": "accepted"}, "sort": "newest"}
+            "search",
+            {
+                "query": "rollback",
+                "date_from": "7d",
+                "metadata_filters": {"status": "accepted"},
+                "after": "7d",
+            },
         )
     assert result.is_error
     text = result.content[0].text  # type: ignore[union-attr]
-    assert "search takes no argument 'after', 'sort', 'where'" in text
-    assert "it accepts: " in text and "query" in text and "path_prefix" in text
+    assert "search takes no argument 'date_from', 'metadata_filters'" in text
+    assert "it accepts: " in text and "query" in text and "path_prefix" in text and "after" in text
 
 
 async def test_every_tool_refuses_an_argument_it_does_not_take(core: KnowledgeBase) -> None:

@@ -15,10 +15,11 @@ from typing import Any
 
 import click
 
-from kbseek import IndexReport, KnowledgeBase, __version__, render
+from kbseek import Filters, IndexReport, KnowledgeBase, __version__, render
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
 from kbseek.cli.options import configure_logging, kb_options, shared_options
+from kbseek.filters import where_from_text
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 from kbseek.text.plurals import counted
@@ -323,10 +324,27 @@ def serve(
 
 @cli.command()
 @kb_options(reader=True)
-@click.argument("query")
+@click.argument("query", default="")
 @click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 5).")
 @click.option("--path-prefix", default=None, help="Only documents under this folder.")
-@click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: all of them).")
+@click.option(
+    "--tag-any", "tags_any", multiple=True, help="Only documents with one of these tags (repeatable)."
+)
+@click.option(
+    "--glob", "globs", multiple=True, help="Only paths matching this glob, e.g. 'runbooks/**' (repeatable)."
+)
+@click.option("--type", "types", multiple=True, help="Only this file type: md, pdf, docx … (repeatable).")
+@click.option("--after", default=None, help="Dated on or after: YYYY-MM-DD, or an age such as 7d, 2w, 1y.")
+@click.option("--before", default=None, help="Dated on or before: YYYY-MM-DD, or an age such as 7d, 2w, 1y.")
+@click.option(
+    "--where", "where", multiple=True, metavar="FIELD=VALUE",
+    help="Front matter: FIELD=VALUE (repeat a field for any of its values), FIELD (it exists), !FIELD (absent).",
+)  # fmt: skip
+@click.option(
+    "--sort", type=click.Choice(["relevance", "newest"]), default="relevance", show_default=True,
+    help="newest: newest documents first; without a query, list what changed most recently.",
+)  # fmt: skip
 @click.option("--snippet-chars", type=int, default=None, help="Snippet length in characters.")
 @click.option("--explain", is_flag=True, help="Show per-leg ranks and scores.")
 @click.option(
@@ -337,7 +355,9 @@ def serve(
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def search(
     kb: KnowledgeBase, query: str, limit: int | None, path_prefix: str | None, tags: tuple[str, ...],
-    snippet_chars: int | None, explain: bool, also: tuple[str, ...], as_json: bool,
+    tags_any: tuple[str, ...], globs: tuple[str, ...], types: tuple[str, ...], after: str | None,
+    before: str | None, where: tuple[str, ...], sort: str, snippet_chars: int | None, explain: bool,
+    also: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Search the knowledge base (updates the index first if files changed).
 
@@ -349,9 +369,15 @@ def search(
         kbseek search --kb examples/kb "rollback a release"
         kbseek search --kb examples/kb "障害対応" --json
         kbseek search --kb examples/kb "how do we roll back" --also "ロールバック 手順"
+        kbseek search --kb examples/kb "feature flags" --where status=accepted --after 2025-01-01
+        kbseek search --kb examples/kb --sort newest --after 30d
     """
-    r = kb.search(query, limit=limit, path_prefix=path_prefix, tags=list(tags), snippet_chars=snippet_chars,
-                  explain=explain, also=also)  # fmt: skip
+    filters = Filters(
+        path_prefix=path_prefix, tags=tags, tags_any=tags_any, path_globs=globs, types=types, after=after,
+        before=before, where=where_from_text(where) or None,
+    )  # fmt: skip
+    r = kb.search(query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
+                  also=also)  # fmt: skip
     click.echo(r.model_dump_json(indent=2) if as_json else render.search_text(r))
 
 

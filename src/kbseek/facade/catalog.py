@@ -133,10 +133,11 @@ class Catalog:
     def read_document(self, path: str, *, offset: int, max_chars: int | None) -> DocumentResponse:
         """Any file under the root an enabled parser opens, indexed or not (D1), a window at a time."""
         doc = self.load_document(path)
-        indexed = self._store.document(doc.path) is not None
+        row = self._store.document(doc.path)
         return shaping.document_response(
-            doc, offset=offset, max_chars=max_chars, limits=self._live.limits, indexed=indexed
-        )
+            doc, offset=offset, max_chars=max_chars, limits=self._live.limits, indexed=row is not None,
+            dated=row.dated if row is not None else None,
+        )  # fmt: skip
 
     def read_resource_document(self, path: str) -> ResourceText:
         """A document as a resource: only if the server offers it (D3), through the one guard (D5).

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from kbseek.embed.base import Embedder
 from kbseek.errors import EmbedderUnavailable
-from kbseek.facade import shaping, status
+from kbseek.facade import filtering, shaping, status
 from kbseek.facade.catalog import Catalog
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.semantic import SemanticLeg, SemanticState
@@ -119,26 +119,39 @@ class Retrieval:
         active = self._live.active
         limits = active.settings.limits
         args = self._literal_prefix(args)  # a folder named with a blank or a "\\"
+        filtering.check_fields(self._store, args.filters)
         settings = active.settings
-        request = args.request(
-            limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
-            bridge_weight=settings.bridge_weight,
-        )  # fmt: skip
         semantic, semantic_error = self._semantic.state(), self._semantic.error
-        rerank = self.rerank_stage(settings.rerank)
-        try:
-            result = self.run(request, self._semantic.dense_leg(active.settings), rerank)
-        except EmbedderUnavailable as exc:
-            # The model went away after it loaded (an embedding server that stopped): semantic search
-            # is an addition, never a precondition, so this search answers by keywords and says why.
-            # The leg stays up: the next search asks the model again.
-            result = self.run(request, None, rerank)
-            semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
+        if args.listing:
+            result = filtering.listing(
+                self._store, args.filters, limit=args.limit, snippet_chars=args.snippet_chars
+            )
+        else:
+            newest = args.sort == "newest"
+            ranked = (
+                replace(args, limit=filtering.pool_limit(args.limit, limits.max_limit)) if newest else args
+            )
+            request = ranked.request(
+                limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
+                bridge_weight=settings.bridge_weight,
+            )  # fmt: skip
+            rerank = self.rerank_stage(settings.rerank)
+            try:
+                result = self.run(request, self._semantic.dense_leg(active.settings), rerank)
+            except EmbedderUnavailable as exc:
+                # The model went away after it loaded (an embedding server that stopped): semantic search
+                # is an addition, never a precondition, so this search answers by keywords and says why.
+                # The leg stays up: the next search asks the model again.
+                result = self.run(request, None, rerank)
+                semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
+            if newest:
+                result = filtering.newest_first(result, args.limit)
+        unmatched = filtering.unmatched_note(self._store, args.filters) if not result.hits else None
         servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
         return shaping.search_response(
             args, result, limits=limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
-            holds_japanese=self._store.holds_japanese,
+            holds_japanese=self._store.holds_japanese, unmatched=unmatched,
             empty_index=None if active.settings.root is not None else status.reader_empty_note(
                 self._store.location, status.index_command(active.settings)
             ),

@@ -150,7 +150,7 @@ class IndexRunner:
             Exclusion(root, settings.exclude_dirs, self._index_dir),
             chunking=settings.chunking, max_file_bytes=settings.max_file_bytes, embed=models.embed,
             model_id=models.model_id, spec=models.spec, switch=models.switch,
-            embed_batch=settings.embed.batch_size, yields=self._pass_waited,
+            embed_batch=settings.embed.batch_size, yields=self._pass_waited, date_fields=settings.date_fields,
         )  # fmt: skip
 
     def index(
@@ -432,7 +432,8 @@ class IndexRunner:
             freshness=self.freshness,
             parsers=active.registry.enabled, config_note=self._live.note, other_writer=self.other_writer,
             last_error=self.last_error, index_command=status.index_command(active.settings),
-            nothing_found=self.nothing_found_note(),
+            nothing_found=self.nothing_found_note(), date_sources=store.date_sources(),
+            fields=store.field_facets(fields=status.FACET_FIELDS, values=status.FACET_VALUES),
         )  # fmt: skip
         return status.status_response(facts, max_skipped=max_skipped)
 

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kbseek.config import Limits
+from kbseek.dates import DocumentDate
 from kbseek.errors import InvalidArgument
 from kbseek.facade.response_cap import fit_search, passage_cut_note
 from kbseek.facade.semantic import SemanticState
-from kbseek.filters import SearchFilters
+from kbseek.filters import SORTS, Filters, SearchFilters, parse_filters
 from kbseek.ingest.guard import LoadedDocument, literal_path, relative_path
+from kbseek.ingest.parsers import AVAILABLE_PARSERS
 from kbseek.responses import (
     DocumentResponse,
     Explanation,
@@ -86,6 +88,13 @@ class SearchArgs:
     instead if a document's path starts with it (``Retrieval.search``)."""
     scale: tuple[tuple[float, float], ...] = ()
     """The keyword scale several collections share for this search (``SearchRequest.scale``)."""
+    sort: str = "relevance"
+    """``newest``: the matching hits newest first (``facade.filtering``); with no query, a listing."""
+
+    @property
+    def listing(self) -> bool:
+        """A search without a query, newest first: what changed, narrowed by the filters."""
+        return self.sort == "newest" and not self.query.strip()
 
     def request(
         self, limits: Limits, *, far_ahead: float, also_agreement: float, bridge_weight: float
@@ -103,25 +112,41 @@ def search_args(
     query: str,
     *,
     limit: int | None = None,
-    path_prefix: str | None = None,
-    tags: Sequence[str] | None = None,
+    filters: Filters | None = None,
     snippet_chars: int | None = None,
     explain: bool = False,
     also: Sequence[str] | None = None,
     scale: Sequence[tuple[float, float]] = (),
+    sort: str = "relevance",
 ) -> SearchArgs:
-    """Apply the caps the configuration sets now; an omitted argument takes today's default."""
+    """Apply the caps the configuration sets now; an omitted argument takes today's default. The
+    filters are read and checked here, once (``kbseek.filters.parse_filters``)."""
+    if sort not in SORTS:
+        raise InvalidArgument(
+            f"sort={bounded(str(sort))!r} is not a sort order; accepted: {', '.join(SORTS)}"
+        )
+    if not query.strip() and sort != "newest":
+        raise InvalidArgument(
+            "query is empty: pass the words or question to search for, or sort='newest' to list the "
+            "newest documents matching the filters"
+        )
+    filters = filters or Filters()
     notes: list[str] = []
     n = clamp("limit", limit, limits.default_limit, 1, limits.max_limit, notes)
     sc = clamp(
         "snippet_chars", snippet_chars, limits.default_snippet_chars, 40, limits.max_snippet_chars, notes
     )
-    tag_list = tuple(t.strip() for t in (tags or ()) if t.strip())
     alternatives = clean_also(query, also or (), limits.max_also, notes)
-    prefix, literal = clean_prefix(path_prefix), clean_prefix(path_prefix, literal=True)
+    prefix = clean_prefix(filters.path_prefix)
+    literal = clean_prefix(filters.path_prefix, literal=True)
+    parsed = parse_filters(
+        path_prefix=prefix, tags=filters.tags, tags_any=filters.tags_any, path_globs=filters.path_globs,
+        types=filters.types, after=filters.after, before=filters.before, where=filters.where,
+        known_types=AVAILABLE_PARSERS,
+    )  # fmt: skip
     return SearchArgs(
-        query, n, sc, SearchFilters(prefix, tag_list), explain, tuple(notes), alternatives,
-        literal_prefix=literal if literal != prefix else None, scale=tuple(scale),
+        query, n, sc, parsed, explain, tuple(notes), alternatives,
+        literal_prefix=literal if literal != prefix else None, scale=tuple(scale), sort=sort,
     )  # fmt: skip
 
 
@@ -172,6 +197,7 @@ def search_response(
     extensions: Collection[str],
     holds_japanese: Callable[[], bool] | None = None,
     empty_index: str | None = None,
+    unmatched: str | None = None,
 ) -> SearchResponse:
     """The response for one search: hits, legs, and a note (with its code) for everything not shown.
 
@@ -179,7 +205,8 @@ def search_response(
     weak hits may mean the answer is a Japanese page (an English-only knowledge base gets no such
     hint). It is asked only when that hint could be given; ``None`` takes the answer as yes.
     ``empty_index``: why an empty index is empty, where the caller knows better than a folder scan
-    could (a server without the files: nothing was indexed under that name)."""
+    could (a server without the files: nothing was indexed under that name). ``unmatched``: that the
+    filters themselves pass no document, naming them (``facade.filtering.unmatched_note``)."""
     notes = list(args.notes)
     codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
     truncated = result.more_available
@@ -216,25 +243,26 @@ def search_response(
         notes.append(other_language_hint(args.query))
         codes.append("try_other_language")
     if result.more_available:
-        notes.append("more hits exist: raise limit or narrow with path_prefix/tags")
+        notes.append("more hits exist: raise limit or add filters")
         codes.append("more_hits")
     hits = [_hit(h, servable, args.explain) for h in result.hits]
     shown, note, code = semantic_for_search(semantic, semantic_error, summary)
-    if note is not None and code is not None:
+    if note is not None and code is not None and not args.listing:  # a listing asks no leg
         notes.append(note)
         codes.append(code)
     if result.rerank_note is not None:  # the fused order stands (docs/decisions/0038)
         notes.append(result.rerank_note)
         codes.append("rerank_skipped")
     has_terms = any(c.terms for c in (result.compiled, *result.compiled_also))
-    legs = Legs(lexical="ok" if has_terms else "no_terms", semantic=shown.value)
+    legs = Legs(lexical="none" if args.listing else "ok" if has_terms else "no_terms", semantic=shown.value)
     if not hits:
-        no_terms = not has_terms
-        notes.append(
-            empty_index
-            if empty_index is not None and summary.documents == 0 and not summary.indexing
-            else empty_explanation(summary, no_terms, args.filters.path_prefix, args.filters.tags, extensions)
-        )
+        no_terms = not has_terms and not args.listing
+        if empty_index is not None and summary.documents == 0 and not summary.indexing:
+            notes.append(empty_index)
+        elif unmatched is not None and summary.documents:
+            notes.append(unmatched)
+        else:
+            notes.append(empty_explanation(summary, no_terms, args.filters, extensions))
         codes.append("empty")
     response = SearchResponse(
         query=bounded(args.query), also=[bounded(a) for a in args.also], hits=hits, legs=legs, truncated=truncated, notes=notes,
@@ -248,7 +276,7 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
     return SearchHit(
         chunk_id=c.chunk_id, path=c.path, heading_path=list(h.heading_path),
         score=round(f.score, 6), snippet=h.snippet.text, highlights=[list(span) for span in h.snippet.highlights],
-        start=c.start, end=c.end, line_start=c.line_start, line_end=c.line_end, tags=list(c.tags),
+        start=c.start, end=c.end, line_start=c.line_start, line_end=c.line_end, tags=list(c.tags), date=c.date,
         uri=document_uri(c.path) if c.path in servable else None,
         explain=Explanation(
             lexical_rank=f.lexical_rank, lexical_score=f.lexical_score, dense_rank=f.dense_rank,
@@ -304,11 +332,7 @@ def semantic_for_search(
 
 
 def empty_explanation(
-    summary: IndexSummary,
-    no_terms: bool,
-    prefix: str | None,
-    tags: Sequence[str],
-    extensions: Collection[str],
+    summary: IndexSummary, no_terms: bool, filters: SearchFilters, extensions: Collection[str]
 ) -> str:
     """Why a search found nothing (T4): "nothing matched" and "nothing is indexed yet" need different actions."""
     if summary.documents == 0:
@@ -319,12 +343,7 @@ def empty_explanation(
             f"the index is empty: no indexable files ({exts}) were found under the knowledge-base root; "
             "see index_status for skipped files"
         )
-    scope = ""
-    if prefix or tags:
-        scope = " within " + " and ".join(
-            ([f"path_prefix={bounded(prefix)!r}"] if prefix else [])
-            + ([f"tags={bounded(str(list(tags)))}"] if tags else [])
-        )
+    scope = f" within the filters ({bounded(filters.describe())})" if filters.narrows else ""
     base = (
         f"no chunk matched{scope}; the index holds {counted(summary.documents, 'document')} and "
         f"{counted(summary.chunks, 'chunk')}"
@@ -425,8 +444,9 @@ def stale_chunk(
 
 
 def document_response(
-    doc: LoadedDocument, *, offset: int, max_chars: int | None, limits: Limits, indexed: bool
-) -> DocumentResponse:
+    doc: LoadedDocument, *, offset: int, max_chars: int | None, limits: Limits, indexed: bool,
+    dated: DocumentDate | None = None,
+) -> DocumentResponse:  # fmt: skip
     """A window of a document; a window that stops early says where the rest starts (D7)."""
     notes: list[str] = []
     n = clamp("max_chars", max_chars, limits.default_document_chars, 1, limits.max_document_chars, notes)
@@ -450,7 +470,7 @@ def document_response(
     return DocumentResponse(
         path=doc.path, media_type=doc.media_type, text=text, offset=offset, returned_chars=len(text),
         total_chars=total, truncated=truncated, next_offset=end if truncated else None, indexed=indexed,
-        notes=notes,
+        date=dated.day if dated else None, date_source=dated.source if dated else None, notes=notes,
     )  # fmt: skip
 
 

@@ -7,8 +7,8 @@ question: not "what did the notes say", but "can this index be trusted, and what
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbseek.config import Settings
@@ -17,6 +17,17 @@ from kbseek.facade.shaping import iso
 from kbseek.progress import ProgressSnapshot
 from kbseek.responses import IndexProgress, SkippedFile, StatusResponse
 from kbseek.text.plurals import counted
+
+FACET_FIELDS = 20
+"""Front-matter fields ``index_status`` lists, those most documents have first: the ones worth a filter."""
+FACET_VALUES = 8
+"""Values listed per field, commonest first: enough to learn a field's vocabulary (``status: accepted``)."""
+
+
+def _common(values: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """A field's listed values, or none when no two documents share one (a title, a date): a list
+    of values each held once teaches nothing about what to filter by, and costs the answer."""
+    return dict(values) if any(n > 1 for _, n in values) else {}
 
 
 def index_command(settings: Settings) -> str:
@@ -86,6 +97,8 @@ class StatusFacts:
     index_command: str
     nothing_found: str
     freshness: str = "stat scan before each call"
+    fields: Sequence[tuple[str, int, list[tuple[str, int]]]] = ()
+    date_sources: Mapping[str, int] = field(default_factory=dict)
 
 
 def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
@@ -119,6 +132,8 @@ def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
         parsers=list(f.parsers), skipped=[SkippedFile(path=p, reason=r) for p, r in f.skipped[:max_skipped]],
         skipped_total=len(f.skipped),
         warnings=[SkippedFile(path=p, reason=w) for p, w in f.warnings[:max_skipped]],
+        fields={name: _common(values) for name, _, values in f.fields},
+        date_sources=dict(f.date_sources),
         last_error=f.last_error, notes=notes,
     )  # fmt: skip
 

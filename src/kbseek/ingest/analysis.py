@@ -12,23 +12,34 @@ terms. The heading path is analyzed on its own, as the FTS table's second column
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from kbseek.dates import DATE_FIELDS, document_date
 from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.parsers import has_markup
 from kbseek.store.base import ChunkInput, DocumentInput
 from kbseek.text.analyzer import index_text
 from kbseek.text.display import display_text
 
+FRONTMATTER_PARSERS = frozenset({"md", "txt"})
+"""Parsers whose front matter is the author's; the others' is written by their converter from the
+file's document properties (an Office file's created and modified dates), and is named so."""
+
 
 def document_input(
-    *, path: str, parser: str, size: int, mtime_ns: int, content_hash: str, parsed: ParsedDocument
-) -> DocumentInput:
-    """The record the store writes for one file, its chunks analyzed for the lexical index."""
+    *, path: str, parser: str, size: int, mtime_ns: int, content_hash: str, parsed: ParsedDocument,
+    date_fields: Sequence[str] = DATE_FIELDS,
+) -> DocumentInput:  # fmt: skip
+    """The record the store writes for one file, its chunks analyzed for the lexical index and its
+    date read from the first of ``date_fields`` it has, else its modification time."""
     markup = has_markup(parser)
+    origin = "frontmatter" if parser in FRONTMATTER_PARSERS else "properties"
+    dated = document_date(parsed.frontmatter, mtime_ns, fields=date_fields, origin=origin)
     return DocumentInput(
         path=path, parser=parser, size=size, mtime_ns=mtime_ns, content_hash=content_hash,
         chars=len(parsed.text), text=parsed.text, title=parsed.title, frontmatter=parsed.frontmatter, tags=parsed.tags,
         date=parsed.date, warnings=parsed.warnings,
-        chunks=tuple(chunk_input(c, markup=markup) for c in parsed.chunks), links=parsed.links,
+        chunks=tuple(chunk_input(c, markup=markup) for c in parsed.chunks), links=parsed.links, dated=dated,
     )  # fmt: skip
 
 

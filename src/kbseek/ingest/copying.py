@@ -79,6 +79,7 @@ def copy_index(source: Store, target: Store) -> CopyReport:
                     content_hash=state.content_hash, chars=row.chars, text=text, title=row.title,
                     frontmatter=row.frontmatter, tags=row.tags, date=row.date, warnings=row.warnings,
                     chunks=inputs, links=MarkdownParser.links(row.path, text) if row.parser == "md" else (),
+                    dated=row.dated,
                 ),
                 replaces=None,
             )  # fmt: skip

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from kbseek.dates import DATE_FIELDS
 from kbseek.documents import ParsedDocument
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME, ChunkText, embed_chunks
 from kbseek.errors import DocumentNotFound, DocumentRefused
@@ -189,6 +190,7 @@ class Indexer:
         switch: ModelSwitch | None = None,
         embed_batch: int,
         yields: Callable[[], bool] | None = None,
+        date_fields: Sequence[str] = DATE_FIELDS,
     ) -> None:
         """``embed``/``model_id``/``spec``: the model of the index's vectors, ``None`` for a pass that
         adds none to them; ``switch``: the model the index is switching to, if it is; ``yields``:
@@ -199,6 +201,7 @@ class Indexer:
         self.registry = registry
         self.exclusion = exclusion
         self.chunking = chunking
+        self.date_fields = tuple(date_fields)
         self.max_file_bytes = max_file_bytes
         self.embed = embed
         self.model_id = model_id
@@ -439,7 +442,7 @@ class Indexer:
         """
         document = document_input(
             path=p.file.path, parser=p.parser, size=p.file.size, mtime_ns=p.file.mtime_ns,
-            content_hash=p.content_hash, parsed=p.parsed,
+            content_hash=p.content_hash, parsed=p.parsed, date_fields=self.date_fields,
         )  # fmt: skip
         with self.store.transaction() as tx:
             document_id = tx.write_document(document, replaces=p.replaces)

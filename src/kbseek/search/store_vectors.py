@@ -1,6 +1,6 @@
 """The dense leg answered by the store: no vectors in memory, no graph to build at start.
 
-A store that finds nearest vectors itself (``store.base.NearestVectors``: PostgreSQL with an HNSW
+A store that finds nearest vectors itself (``store.nearest.NearestVectors``: PostgreSQL with an HNSW
 index, docs/decisions/0032) serves a large knowledge base better than the in-process indexes: a
 reader on another machine starts at once and holds nothing, and every process sees the same index,
 current to the last commit. Past ``[index].approximate_above`` vectors the semantic leg uses
@@ -23,7 +23,8 @@ import numpy as np
 from kbseek.search.ann import open_vector_index, wants_approximate
 from kbseek.search.ann import suits as suits_in_process
 from kbseek.search.dense import VectorIndex
-from kbseek.store.base import NearestVectors, Store
+from kbseek.store.base import Store
+from kbseek.store.nearest import NearestVectors
 
 log = logging.getLogger(__name__)
 

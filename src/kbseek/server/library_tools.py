@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from kbseek import render
+from kbseek import Filters, render
 from kbseek.errors import InvalidArgument
 from kbseek.facade import response_cap
 from kbseek.kb import KnowledgeBase
@@ -130,16 +130,24 @@ def search(
     limit: int | None = None,
     path_prefix: tools.PathPrefixArg = None,
     tags: tools.TagsArg = None,
+    path_globs: tools.GlobsArg = None,
+    types: tools.TypesArg = None,
+    after: tools.AfterArg = None,
+    before: tools.BeforeArg = None,
+    where: tools.WhereArg = None,
+    sort: tools.SortArg = "relevance",
     snippet_chars: int | None = None,
     explain: tools.ExplainArg = False,
     also: tools.AlsoArg = None,
 ) -> Annotated[CallToolResult, CollectionSearch]:
     with tools._tool_errors("search"):
-        if not query.strip():
-            raise InvalidArgument("query is empty: pass the words or question to search for")
         library = _library(ctx)
+        filters = Filters(
+            path_prefix=path_prefix, tags=tags or (), path_globs=path_globs or (), types=types or (),
+            after=after, before=before, where=where,
+        )  # fmt: skip
         r = library.search(
-            query, kb=kb, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
+            query, kb=kb, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
             explain=explain, also=also or (),
         )  # fmt: skip
         return _search_result(r, _max_chars(library))

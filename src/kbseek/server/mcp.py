@@ -15,7 +15,7 @@ An omitted argument is passed on as omitted: the knowledge base applies the defa
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from kbseek import KnowledgeBase, __version__, render
+from kbseek import Filters, KnowledgeBase, __version__, render
 from kbseek.errors import InvalidArgument
 from kbseek.facade import response_cap
 from kbseek.responses import (
@@ -76,12 +76,21 @@ SDK_PREFIX_CHARS = 100
 QueryArg = Annotated[str, Field(description="A question or keywords, any language.")]
 PathPrefixArg = Annotated[str | None, Field(description="Only under this folder.")]
 TagsArg = Annotated[list[str] | None, Field(description="Only documents with all these tags.")]
+GlobsArg = Annotated[list[str] | None, Field(description="runbooks/**, *.pdf …")]
+TypesArg = Annotated[list[str] | None, Field(description="md, pdf, docx …")]
+AfterArg = Annotated[str | None, Field(description="Dated from: YYYY-MM-DD or 7d, 2w, 1y ago.")]
+BeforeArg = Annotated[str | None, Field(description="Dated until, as after.")]
+WhereArg = Annotated[
+    dict[str, Any] | None,
+    Field(description='Front matter: {"status": "open"}; a list: any of; {"exists": true}.'),
+]
+SortArg = Annotated[Literal["relevance", "newest"], Field(description="newest; with no query: what changed.")]
 ExplainArg = Annotated[bool, Field(description="Add scores and per-leg ranks.")]
 AlsoArg = Annotated[
     list[str] | None,
     Field(
         description="Up to 3 more phrasings: the other language (English/Japanese), keywords, a "
-        "one-sentence hypothetical answer. Send them when the query alone may miss."
+        "one-line hypothetical answer; when the query alone may miss."
     ),
 ]
 """The search tool's arguments as an agent reads them, one wording for the server of one knowledge
@@ -164,7 +173,8 @@ def compact_schema(schema: Any) -> Any:
     """``schema`` in fewer characters, validating exactly what it did (decision 0035).
 
     The tool list is read by the agent, so what pydantic adds for people browsing a schema goes:
-    every ``title`` (the field's name again, capitalised), ``"default": null``, a definition's
+    every ``title`` (the field's name again, capitalised), ``"default": null``,
+    ``"additionalProperties": true`` (the default), a definition's
     description (its class docstring, written for developers), and a definition used once, written
     in place of its ``$ref``. ``anyOf: [X, {"type": "null"}]`` becomes X with ``null`` in its type
     list when no keyword of X applies to ``null``. Definitions used more than once stay in
@@ -202,6 +212,8 @@ def compact_schema(schema: Any) -> Any:
         for key, value in node.items():
             if (key == "title" and isinstance(value, str)) or (key == "default" and value is None):
                 continue
+            if key == "additionalProperties" and value is True:  # what JSON Schema assumes anyway
+                continue
             if key == "$defs":
                 kept = {name: d for name, d in defs.items() if uses.get(name, 0) > 1}
                 if kept:
@@ -219,24 +231,27 @@ def compact_schema(schema: Any) -> Any:
     return walk(schema)
 
 
-def outline(schema: Any, *, names: bool = False) -> Any:
+def outline(schema: Any, *, names: bool = False, root: bool = True) -> Any:
     """An output schema without its ``required`` lists and defaults: every field and its type, not
     which are always there (decision 0035). ``names``: ``schema`` maps names to schemas.
 
     The lists were a sixth of the tool list. A client gains little from checking presence: the
     server checks each answer against its own model before sending it. A default says what an
-    argument left out means; an answer's fields are filled by the server.
+    argument left out means; an answer's fields are filled by the server. For the same reason a
+    nested object's ``"type": "object"`` beside its ``properties``, and an array's ``"type":
+    "array"`` beside its ``items``, go (decision 0043): the keyword beside them says the type.
     """
     if isinstance(schema, list):
-        return [outline(v) for v in schema]
+        return [outline(v, root=False) for v in schema]
     if not isinstance(schema, dict):
         return schema
     if names:
-        return {k: outline(v) for k, v in schema.items()}
+        return {k: outline(v, root=False) for k, v in schema.items()}
+    implied = None if root else "object" if "properties" in schema else "array" if "items" in schema else None
     return {
-        k: outline(v, names=k in ("properties", "patternProperties", "$defs"))
+        k: outline(v, names=k in ("properties", "patternProperties", "$defs"), root=False)
         for k, v in schema.items()
-        if k not in ("required", "default")
+        if k not in ("required", "default") and not (k == "type" and v == implied)
     }
 
 
@@ -350,17 +365,25 @@ def search(
     limit: int | None = None,
     path_prefix: PathPrefixArg = None,
     tags: TagsArg = None,
+    path_globs: GlobsArg = None,
+    types: TypesArg = None,
+    after: AfterArg = None,
+    before: BeforeArg = None,
+    where: WhereArg = None,
+    sort: SortArg = "relevance",
     snippet_chars: int | None = None,
     explain: ExplainArg = False,
     also: AlsoArg = None,
 ) -> Annotated[CallToolResult, SearchResponse]:
     with _tool_errors("search"):
-        if not query.strip():
-            raise InvalidArgument("query is empty: pass the words or question to search for")
         kb = _kb(ctx)
+        filters = Filters(
+            path_prefix=path_prefix, tags=tags or (), path_globs=path_globs or (), types=types or (),
+            after=after, before=before, where=where,
+        )  # fmt: skip
         r = kb.search(
-            query, limit=limit, path_prefix=path_prefix, tags=tags, snippet_chars=snippet_chars,
-            explain=explain, also=also or (),
+            query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
+            also=also or (),
         )  # fmt: skip
         return _search_result(r, kb.limits.max_response_chars)
 
@@ -432,8 +455,8 @@ def list_topics(ctx: Context) -> Annotated[CallToolResult, TopicsResponse]:
 
 
 @_tool(
-    "What is indexed and embedded, whether a pass runs and when one last ran, what was skipped "
-    "and why, where the index lives."
+    "What is indexed and embedded, pass state, skipped files and why, front-matter fields with "
+    "common values (for where)."
 )
 @slotted
 def index_status(ctx: Context) -> Annotated[CallToolResult, StatusResponse]:

@@ -27,8 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from kbseek import KnowledgeBase
+from kbseek import Filters, KnowledgeBase
 from kbseek.errors import InvalidArgument
+from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
@@ -100,6 +101,21 @@ def _collection(name: str, kb: KnowledgeBase) -> Collection:
     return Collection(name=name, root=kb.root.name if kb.root else None, documents=kb.summary().documents)
 
 
+def _filters(request: Request) -> Filters:
+    """A search's filters from the query string, each as the page's URL keeps it: repeated ``tag``,
+    ``tag_any``, ``glob``, ``type`` and ``where`` (``field=value``, ``field``, ``!field``)."""
+    params = request.query_params
+
+    def listed(name: str) -> list[str]:
+        return [v for v in params.getlist(name) if v.strip()]
+
+    return Filters(
+        path_prefix=params.get("path_prefix") or None, tags=listed("tag"), tags_any=listed("tag_any"),
+        path_globs=listed("glob"), types=listed("type"), after=params.get("after") or None,
+        before=params.get("before") or None, where=where_from_text(listed("where")) or None,
+    )  # fmt: skip
+
+
 def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlette:
     """The page and its API over ``kb``, or over ``library``'s collections when it is given (``kb`` is
     then its default)."""
@@ -123,27 +139,23 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
         query = request.query_params.get("q", "")
 
         def call() -> BaseModel:
-            if not query.strip():
+            sort = request.query_params.get("sort") or "relevance"
+            if not query.strip() and sort == "relevance":  # another sort is checked, and named, by the search
                 raise InvalidArgument(
-                    "q is empty: pass the words or question to search for, e.g. /api/search?q=rollback"
+                    "q is empty: pass the words or question to search for, e.g. /api/search?q=rollback, "
+                    "or sort=newest to list the newest documents"
                 )
             names = [n for n in request.query_params.getlist("kb") if n.strip()]
+            filters = _filters(request)
             if library is not None:  # several, or one: the library answers as the knowledge base would
                 return library.search(
-                    query, kb=names or None, limit=_int_param(request, "limit"),
-                    path_prefix=request.query_params.get("path_prefix") or None,
-                    tags=[t for t in request.query_params.getlist("tag") if t.strip()],
-                    snippet_chars=_int_param(request, "snippet_chars"),
-                    also=request.query_params.getlist("also"),
+                    query, kb=names or None, limit=_int_param(request, "limit"), filters=filters, sort=sort,
+                    snippet_chars=_int_param(request, "snippet_chars"), also=request.query_params.getlist("also"),
                 )  # fmt: skip
             return kb.search(
-                query,
-                limit=_int_param(request, "limit"),
-                path_prefix=request.query_params.get("path_prefix") or None,
-                tags=[t for t in request.query_params.getlist("tag") if t.strip()],
-                snippet_chars=_int_param(request, "snippet_chars"),
-                also=request.query_params.getlist("also"),
-            )
+                query, limit=_int_param(request, "limit"), filters=filters, sort=sort,
+                snippet_chars=_int_param(request, "snippet_chars"), also=request.query_params.getlist("also"),
+            )  # fmt: skip
 
         return await _answer(request, call)
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from kbseek.dates import DocumentDate
 from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.errors import IndexIncompatible
 from kbseek.filters import NO_FILTERS, SearchFilters
@@ -68,9 +69,12 @@ class DocumentRow:
     title: str
     tags: tuple[str, ...]
     date: str | None
+    """The front matter's ``date`` as written; what the filters use is :attr:`dated`."""
     frontmatter: dict[str, object]
     warnings: tuple[str, ...]
     indexed_at: float
+    dated: DocumentDate | None = None
+    """Its day and that day's source (``kbseek.dates``); ``None`` before a pass has recorded it."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class ChunkRow:
     tags: tuple[str, ...] = ()
     parser: str = ""
     """The document's parser: whether ``text`` is markup, for display text (``has_markup``)."""
+    date: str | None = None
+    """The document's day (``DocumentRow.dated``), which every hit carries."""
 
 
 class Counts(NamedTuple):
@@ -216,6 +222,9 @@ class DocumentInput:
     links: tuple[Link, ...] = ()
     """The document's links to other notes as its parser read them; the store resolves them when
     read (:meth:`Store.links_from`), so a link to a note indexed later is found then."""
+    dated: DocumentDate | None = None
+    """Its date as ingest read it with the configured fields; ``None``: the default fields
+    (``store.facts``, which also makes the front-matter rows every store keeps)."""
 
 
 # -- the protocol ----------------------------------------------------------------------------------
@@ -471,9 +480,30 @@ class Store(Protocol):
 
         ``filters.path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and
         ``_`` are ordinary characters) except that ASCII letters match either case; ``filters.tags``
-        keeps documents carrying every one of them, compared without case. Each store translates the
-        one value to its own SQL, with the same results (the contract suite runs both).
+        keeps documents carrying every one of them, ``tags_any`` one of them, compared without case;
+        ``path_globs`` a path matching one (``filters.glob_regex``, ASCII case folded); ``types`` a
+        parser among them; ``after``/``before`` a day within them, both included; ``where`` front-
+        matter fields holding one of the values (folded as ``filters.field_value``), or present or
+        absent. Each store translates the one value to its own SQL, with the same results (the
+        contract suite runs both).
         """
+        ...
+
+    def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
+        """Each passing document's first chunk, newest day first (then latest mtime, then path)."""
+        ...
+
+    def has_field(self, field: str) -> bool:
+        """Whether any document's front matter has the (folded) field."""
+        ...
+
+    def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
+        """The ``fields`` fields most documents have, each with its document count and its ``values``
+        commonest values with theirs, commonest first, ties by name."""
+        ...
+
+    def date_sources(self) -> dict[str, int]:
+        """How many documents took their date from each source (``frontmatter:date``, ``mtime`` …)."""
         ...
 
     # -- vectors -----------------------------------------------------------------------------------
@@ -537,35 +567,6 @@ class Store(Protocol):
 
     def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
         """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
-        ...
-
-
-@runtime_checkable
-class NearestVectors(Protocol):
-    """What a store may offer besides :class:`Store`: the nearest chunk vectors found by the store
-    itself, so the dense leg holds no vectors and builds no graph (PostgreSQL with pgvector;
-    docs/decisions/0032). The SQLite store does not offer it; ``search.store_vectors`` uses it when
-    a store does."""
-
-    def nearest_vectors(
-        self, query: npt.NDArray[np.float32], k: int, allowed: Collection[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """At most ``k`` (chunk rowid, cosine) best first, ties by rowid; with ``allowed``, only those.
-
-        Exact while the store holds no approximate index for the query's dimension; approximate
-        (recall@10 at least 0.95 against exact) once :meth:`build_vector_index` has built one. The
-        cosine is the float32 dot product of the stored vector with the query, as ``DenseIndex``
-        gives it, whichever way the row was found. Chunks sharing a content hash share its vector.
-        """
-        ...
-
-    def build_vector_index(self, dim: int) -> bool:
-        """Build the approximate index for vectors of ``dim`` unless one is there (minutes at a million
-        vectors), dropping any of another dimension; returns whether it built one.
-
-        Reads and writes go on meanwhile and never wait for it. Called by the process that writes
-        the index, outside any transaction; a second caller while one builds returns at once.
-        """
         ...
 
 

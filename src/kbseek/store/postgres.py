@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import TupleRow
 
+from kbseek.dates import DocumentDate
 from kbseek.documents import SectionStart
 from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
 from kbseek.filters import NO_FILTERS, SearchFilters
@@ -46,6 +47,7 @@ from kbseek.store.base import (
     SkippedPath,
 )
 from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
+from kbseek.store.postgres_filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
 from kbseek.store.postgres_generation import PostgresNextGeneration
 from kbseek.store.postgres_links import PostgresLinks
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
@@ -61,7 +63,7 @@ from kbseek.store.postgres_schema import (
     schema_version,
 )
 from kbseek.store.postgres_statistics import refresh_statistics
-from kbseek.store.postgres_writer import PostgresWriter, fold_tag
+from kbseek.store.postgres_writer import PostgresWriter
 from kbseek.store.schema import index_meta, unpack_text
 
 __all__ = ["PostgresStore"]
@@ -78,13 +80,14 @@ another process's waits milliseconds, and only a stuck writer is reported."""
 
 _CHUNKS = (
     'SELECT c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c."end",'
-    " c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser"
-    " FROM chunks c JOIN documents d ON d.id = c.document_id"
+    " c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser, x.day"
+    " FROM chunks c JOIN documents d ON d.id = c.document_id LEFT JOIN document_dates x ON x.document_id = d.id"
 )
-_DOCUMENTS = "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at FROM documents"
+_DOCUMENTS = (
+    "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at, x.day, x.source"
+    " FROM documents LEFT JOIN document_dates x ON x.document_id = documents.id"
+)
 _WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
-_ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
 class PostgresStore(PostgresLinks, PostgresNextGeneration):
@@ -376,7 +379,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         if not searchable or self._absent:
             return []
         params: dict[str, Any] = {}
-        clauses = _filter_sql(filters, params)
+        clauses = filter_sql(filters, params)
         with self._reading() as conn:
             return postgres_lexical.candidates(
                 conn, searchable, limit=limit, filters=clauses, filter_params=params
@@ -413,7 +416,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
 
     def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
         params: dict[str, Any] = {}
-        clauses = _filter_sql(filters, params)
+        clauses = filter_sql(filters, params)
         if not clauses:
             return None
         where = " AND ".join(clauses)
@@ -421,6 +424,26 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE {where}", params
         )
         return {int(r[0]) for r in rows}
+
+    def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
+        params: dict[str, Any] = {"limit": max(limit, 0)}
+        clauses = filter_sql(filters, params)
+        where = ("AND " + " AND ".join(clauses)) if clauses else ""
+        return [int(r[0]) for r in self._rows(NEWEST.format(where=where), params)]
+
+    def has_field(self, field: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM document_fields WHERE field = %s LIMIT 1", (field,)))
+
+    def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
+        out: list[tuple[str, int, list[tuple[str, int]]]] = []
+        for field, documents in self._rows(FACET_FIELDS, (max(fields, 0),), bound=BULK):
+            common = self._rows(FACET_VALUES, (field, max(values, 0)), bound=BULK)
+            out.append((str(field), int(documents), [(str(v), int(n)) for v, n in common]))
+        return out
+
+    def date_sources(self) -> dict[str, int]:
+        rows = self._rows("SELECT source, count(*) FROM document_dates GROUP BY source", bound=BULK)
+        return {str(r[0]): int(r[1]) for r in rows}
 
     # -- vectors -----------------------------------------------------------------------------------
 
@@ -496,7 +519,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         )
         return _matrix(rows, dim)
 
-    # -- nearest vectors in the database (base.NearestVectors; postgres_vectors, decision 0032) -----
+    # -- nearest vectors in the database (nearest.NearestVectors; postgres_vectors, decision 0032) -----
 
     def nearest_vectors(
         self, query: np.ndarray, k: int, allowed: Collection[int] | None = None
@@ -529,6 +552,7 @@ def _document_row(r: TupleRow) -> DocumentRow:
         id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=_text(r[5]),
         tags=tuple(json.loads(r[6])), date=r[7], frontmatter=json.loads(r[8]),
         warnings=tuple(json.loads(r[9])), indexed_at=float(r[10]),
+        dated=DocumentDate(r[11], r[12]) if r[11] else None,
     )  # fmt: skip
 
 
@@ -537,7 +561,7 @@ def _chunk_row(r: TupleRow) -> ChunkRow:
         rowid=int(r[0]), chunk_id=r[1], document_id=int(r[2]), path=r[3], title=_text(r[4]),
         ordinal=int(r[5]), start=int(r[6]), end=int(r[7]), line_start=int(r[8]), line_end=int(r[9]),
         heading_path=tuple(json.loads(r[10])), text=_text(r[11]), content_hash=r[12],
-        tags=tuple(json.loads(r[13])), parser=r[14],
+        tags=tuple(json.loads(r[13])), parser=r[14], date=r[15],
     )  # fmt: skip
 
 
@@ -549,28 +573,3 @@ def _matrix(rows: Sequence[TupleRow], dim: int) -> tuple[RowIds, Matrix]:
     for i, r in enumerate(rows):
         matrix[i] = r[1].to_numpy()
     return ids, matrix
-
-
-def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
-    """SQL conditions (to be AND-ed) on ``d`` for the search filters; adds their parameters.
-
-    The prefix is compared literally, ASCII letters folded on both sides, exactly the matches of
-    SQLite's ``LIKE`` (no pattern characters at all here, so none to escape). Tags compare folded.
-    """
-    clauses: list[str] = []
-    path_prefix, tags = filters.path_prefix, filters.tags
-    if path_prefix:
-        if "\x00" in path_prefix:  # no path holds one
-            clauses.append("false")
-        else:
-            params["prefix_length"] = len(path_prefix)
-            params["prefix"] = path_prefix.translate(str.maketrans(_ASCII_UPPER, _ASCII_LOWER))
-            clauses.append(
-                f"translate(left(d.path, %(prefix_length)s), '{_ASCII_UPPER}', '{_ASCII_LOWER}') = %(prefix)s"
-            )
-    for i, tag in enumerate(tags):
-        params[f"tag{i}"] = fold_tag(tag)
-        clauses.append(
-            f"EXISTS (SELECT 1 FROM document_tags t WHERE t.document_id = d.id AND t.tag = %(tag{i})s)"
-        )
-    return clauses

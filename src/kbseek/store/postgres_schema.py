@@ -33,7 +33,7 @@ from kbseek.store.schema import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA_PREFIX = "kbseek_"
 """Every knowledge base's schema starts with this: no name can collide with ``public``, ``pg_*`` or
@@ -67,6 +67,8 @@ TABLES = (
     "links",
     "document_names",
     "next_embeddings",
+    "document_dates",
+    "document_fields",
 )
 """Every table of the layout, so an older one can be dropped table by table and a schema holding
 anything else is recognised as not kbseek's."""
@@ -223,6 +225,25 @@ CREATE TABLE IF NOT EXISTS next_embeddings (
 """
 DDL += _NEXT_EMBEDDINGS
 
+_DOCUMENT_FACTS = """
+-- Each document's date and its source (kbseek.dates), and its front-matter scalars folded as the
+-- filters compare them (kbseek.filters.field_rows): what after/before/where/sort read.
+CREATE TABLE IF NOT EXISTS document_dates (
+    document_id bigint PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    day         text COLLATE "C" NOT NULL,  -- YYYY-MM-DD
+    source      text NOT NULL               -- frontmatter:<field>, properties:<field> or mtime
+);
+CREATE INDEX IF NOT EXISTS document_dates_by_day ON document_dates(day);
+CREATE TABLE IF NOT EXISTS document_fields (
+    document_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    field       text COLLATE "C" NOT NULL,
+    value       text COLLATE "C" NOT NULL,
+    PRIMARY KEY (document_id, field, value)
+);
+CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value);
+"""
+DDL += _DOCUMENT_FACTS
+
 ADDED: dict[int, str] = {
     2: _DOCUMENT_TEXTS,
     # The postings' key is (term, chunk), so a term's rows count the chunks holding it.
@@ -230,13 +251,15 @@ ADDED: dict[int, str] = {
     + "INSERT INTO vocabulary (term, chunks) SELECT term, count(*) FROM postings GROUP BY term;",
     4: _LINKS,
     5: _NEXT_EMBEDDINGS,
+    6: _DOCUMENT_FACTS,
 }
 """For a schema version, what brings a schema of the version before it up to it when the change only
 adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
 text, filled by the re-parse that parse version 5 causes, every vector kept. 3: the vocabulary, filled
 from the postings in the same transaction. 4: the documents' links and names, filled by the
 re-parse that parse version 6 causes, vectors kept. 5: the next generation of vectors, empty until a
-model switch (docs/decisions/0040)."""
+model switch (docs/decisions/0040). 6: the documents' dates and front-matter fields, filled by the
+re-parse of parse version 8, vectors kept."""
 
 
 def schema_name(kb_name: str) -> str:

@@ -25,9 +25,12 @@ import psycopg
 from pgvector import Vector
 from psycopg.rows import TupleRow
 
+from kbseek.dates import MTIME_SOURCE, mtime_day
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.facts import document_facts
 from kbseek.store.links import document_names, link_keys
+from kbseek.store.postgres_filters import fold_tag
 from kbseek.store.schema import (
     META_EMBEDDING,
     META_NEXT_EMBEDDING,
@@ -40,14 +43,6 @@ from kbseek.store.schema import (
     pass_meta,
     same_generation,
 )
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def fold_tag(tag: str) -> str:
-    """A tag as the filter compares it: ASCII letters in either case match, as in the SQLite store
-    (its ``lower()`` folds ASCII only). NUL, which text cannot hold, becomes U+FFFD on both sides."""
-    return tag.translate(_ASCII_LOWER).replace("\x00", "\ufffd")
 
 
 def lexical_terms(text: str) -> list[str]:
@@ -144,7 +139,25 @@ class PostgresWriter:
         )
         self._insert_chunks(doc_id, document.chunks)
         self._write_links(doc_id, document)
+        self._write_facts(doc_id, document)
         return doc_id
+
+    def _write_facts(self, doc_id: int, document: DocumentInput) -> None:
+        """The document's date and front-matter fields (``store.facts``), replacing any it had."""
+        dated, fields = document_facts(document)
+        conn = self._conn
+        conn.execute(
+            "INSERT INTO document_dates (document_id, day, source) VALUES (%s, %s, %s)"
+            " ON CONFLICT (document_id) DO UPDATE SET day = EXCLUDED.day, source = EXCLUDED.source",
+            (doc_id, dated.day, dated.source),
+        )
+        conn.execute("DELETE FROM document_fields WHERE document_id = %s", (doc_id,))
+        if fields:
+            conn.execute(
+                "INSERT INTO document_fields (document_id, field, value)"
+                " SELECT %s, f, v FROM unnest(%s::text[], %s::text[]) AS u(f, v)",
+                (doc_id, [f for f, _ in fields], [v for _, v in fields]),
+            )
 
     def _write_links(self, doc_id: int, document: DocumentInput) -> None:
         """The document's links as keys and its names (``store.links``), replacing any it had."""
@@ -266,6 +279,10 @@ class PostgresWriter:
     def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
         self._conn.execute(
             "UPDATE documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, document_id)
+        )
+        self._conn.execute(  # a date read from the modification time follows it
+            "UPDATE document_dates SET day = %s WHERE document_id = %s AND source = %s",
+            (mtime_day(mtime_ns), document_id, MTIME_SOURCE),
         )
 
     def delete_document(self, document_id: int) -> None:

@@ -23,7 +23,7 @@ from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -94,6 +94,7 @@ CREATE TABLE IF NOT EXISTS skipped (
 {document_texts}
 {links}
 {next_embeddings}
+{document_facts}
 """
 
 _DOCUMENT_TEXTS = """
@@ -141,18 +142,39 @@ CREATE TABLE IF NOT EXISTS next_embeddings (
 );
 """
 
+_DOCUMENT_FACTS = """
+-- Each document's date and where it came from (kbseek.dates), and its front-matter scalars folded
+-- as the filters compare them (kbseek.filters.field_rows): what after/before/where/sort read.
+CREATE TABLE IF NOT EXISTS document_dates (
+    document INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    day      TEXT NOT NULL,         -- YYYY-MM-DD
+    source   TEXT NOT NULL          -- frontmatter:<field>, properties:<field> or mtime
+);
+CREATE INDEX IF NOT EXISTS document_dates_by_day ON document_dates(day);
+CREATE TABLE IF NOT EXISTS document_fields (
+    document INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    field    TEXT NOT NULL,
+    value    TEXT NOT NULL,
+    PRIMARY KEY (document, field, value)
+);
+CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value);
+"""
+
 DDL = DDL.format(
     chunk_sections=_CHUNK_SECTIONS, document_texts=_DOCUMENT_TEXTS, links=_LINKS,
-    next_embeddings=_NEXT_EMBEDDINGS,
+    next_embeddings=_NEXT_EMBEDDINGS, document_facts=_DOCUMENT_FACTS,
 )  # fmt: skip
 
-ADDED: dict[int, str] = {2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS, 4: _LINKS, 5: _NEXT_EMBEDDINGS}
+ADDED: dict[int, str] = {
+    2: _CHUNK_SECTIONS, 3: _DOCUMENT_TEXTS, 4: _LINKS, 5: _NEXT_EMBEDDINGS, 6: _DOCUMENT_FACTS,
+}  # fmt: skip
 """For a schema version, the statements that bring an index of the version before it up to it, when
 that change only adds tables: the index is updated in place instead of rebuilt. 2: the sections
 merged into a chunk (filled by the re-parse that parse version 4 causes, with every vector kept);
 3: the documents' served text (filled by the re-parse of parse version 5, vectors kept); 4: the
 documents' links and names (filled by the re-parse of parse version 6, vectors kept); 5: the next
-generation of vectors, empty until a model switch (docs/decisions/0040)."""
+generation of vectors, empty until a model switch (docs/decisions/0040); 6: the documents' dates and
+front-matter fields (filled by the re-parse of parse version 8, vectors kept)."""
 
 # BM25 column weights for (heading, body): a match in the heading path says
 # more about what a chunk is about than one in passing.

@@ -48,8 +48,10 @@ from kbseek.store.schema import (
     open_schema,
     unpack_text,
 )
+from kbseek.store.sqlite_filters import field_facets, filter_sql, newest_chunks, register_functions
 from kbseek.store.sqlite_generation import SqliteNextGeneration
 from kbseek.store.sqlite_links import SqliteLinks
+from kbseek.store.sqlite_rows import CHUNKS, DOCUMENTS, chunk_row, document_row
 from kbseek.store.sqlite_writer import SqliteWriter
 
 __all__ = ["SqliteStore"]
@@ -60,15 +62,6 @@ PASS_POLL_SECONDS = 0.25
 pass within this (a read of one small table)."""
 """Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
 
-_CHUNK_COLUMNS = (
-    "c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c.end, "
-    "c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser"
-)
-_CHUNKS = f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id"
-_DOCUMENTS = (
-    "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at"
-    " FROM documents"
-)
 _WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 
 LEXICAL_POSTINGS_BUDGET: int | None = 4_000
@@ -131,6 +124,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=10000")
+        register_functions(conn)
         with self._connections_lock:
             self._connections.append(conn)
         return conn
@@ -255,11 +249,11 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         return out
 
     def document(self, path: str) -> DocumentRow | None:
-        r = self.conn.execute(f"{_DOCUMENTS} WHERE path=?", (path,)).fetchone()
-        return _document_row(r) if r else None
+        r = self.conn.execute(f"{DOCUMENTS} WHERE path=?", (path,)).fetchone()
+        return document_row(r) if r else None
 
     def documents(self) -> list[DocumentRow]:
-        return [_document_row(r) for r in self.conn.execute(f"{_DOCUMENTS} ORDER BY path")]
+        return [document_row(r) for r in self.conn.execute(f"{DOCUMENTS} ORDER BY path")]
 
     def document_text(self, path: str) -> str | None:
         sql = "SELECT t.text FROM documents d JOIN document_texts t ON t.document = d.id WHERE d.path=?"
@@ -286,14 +280,14 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
     # -- chunks ------------------------------------------------------------------------------------
 
     def chunk(self, chunk_id: str) -> ChunkRow | None:
-        r = self.conn.execute(f"{_CHUNKS} WHERE c.chunk_id=?", (chunk_id,)).fetchone()
-        return _chunk_row(r) if r else None
+        r = self.conn.execute(f"{CHUNKS} WHERE c.chunk_id=?", (chunk_id,)).fetchone()
+        return chunk_row(r) if r else None
 
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         for part in _batches(rowids):
-            rows = self.conn.execute(f"{_CHUNKS} WHERE c.id IN ({_marks(part)})", part)
-            out.update((r[0], _chunk_row(r)) for r in rows)
+            rows = self.conn.execute(f"{CHUNKS} WHERE c.id IN ({_marks(part)})", part)
+            out.update((r[0], chunk_row(r)) for r in rows)
         return out
 
     def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
@@ -310,10 +304,10 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
 
     def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
         rows = self.conn.execute(
-            f"{_CHUNKS} WHERE c.document_id=? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
+            f"{CHUNKS} WHERE c.document_id=? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
             (document_id, first, last),
         )
-        return [_chunk_row(r) for r in rows]
+        return [chunk_row(r) for r in rows]
 
     def retired(self, chunk_id: str) -> RetiredChunk | None:
         r = self.conn.execute(
@@ -401,7 +395,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         assert rare_expression is not None and all_expression is not None
         bm25 = f"bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
         params: list[object] = [rare_expression, f"({rare_expression}) AND ({all_expression})"]
-        clauses = _filter_sql(filters, params)
+        clauses = filter_sql(filters, params)
         sql = [
             f"WITH r AS MATERIALIZED (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?),"
             f" a AS (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?)"
@@ -419,7 +413,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
             " FROM chunks_fts"
         ]
         params: list[object] = [expression]
-        clauses = _filter_sql(filters, params)
+        clauses = filter_sql(filters, params)
         if clauses:
             sql.append("JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.document_id")
         sql.append("WHERE chunks_fts MATCH ?")
@@ -476,12 +470,26 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
 
     def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
         params: list[object] = []
-        clauses = _filter_sql(filters, params)
+        clauses = filter_sql(filters, params)
         if not clauses:
             return None
         where = "WHERE " + " AND ".join(clauses)
         sql = f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         return {int(r[0]) for r in self.conn.execute(sql, params)}
+
+    def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
+        return newest_chunks(self.conn, filters, limit)
+
+    def has_field(self, field: str) -> bool:
+        sql = "SELECT 1 FROM document_fields WHERE field = ? LIMIT 1"
+        return self.conn.execute(sql, (field,)).fetchone() is not None
+
+    def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
+        return field_facets(self.conn, fields, values)
+
+    def date_sources(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT source, count(*) FROM document_dates GROUP BY source")
+        return {str(r[0]): int(r[1]) for r in rows}
 
     # -- vectors -----------------------------------------------------------------------------------
 
@@ -559,36 +567,6 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
                 vectors.append(np.frombuffer(r[1], dtype="<f4"))
         matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
         return np.asarray(ids, dtype=np.int64), matrix
-
-
-def _document_row(r: sqlite3.Row | tuple[Any, ...]) -> DocumentRow:
-    return DocumentRow(
-        id=r[0], path=r[1], parser=r[2], size=r[3], chars=r[4], title=r[5], tags=tuple(json.loads(r[6])),
-        date=r[7], frontmatter=json.loads(r[8]), warnings=tuple(json.loads(r[9])), indexed_at=r[10],
-    )  # fmt: skip
-
-
-def _chunk_row(r: sqlite3.Row | tuple[Any, ...]) -> ChunkRow:
-    return ChunkRow(
-        rowid=r[0], chunk_id=r[1], document_id=r[2], path=r[3], title=r[4], ordinal=r[5],
-        start=r[6], end=r[7], line_start=r[8], line_end=r[9],
-        heading_path=tuple(json.loads(r[10])), text=r[11], content_hash=r[12], tags=tuple(json.loads(r[13])),
-        parser=r[14],
-    )  # fmt: skip
-
-
-def _filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
-    """SQL conditions (to be AND-ed) on ``d`` for the search filters; appends their parameters."""
-    clauses: list[str] = []
-    path_prefix, tags = filters.path_prefix, filters.tags
-    if path_prefix:
-        escaped = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        clauses.append("d.path LIKE ? ESCAPE '\\'")
-        params.append(escaped + "%")
-    for tag in tags:
-        clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
-        params.append(tag)
-    return clauses
 
 
 def _batches(ids: Sequence[Any]) -> Iterator[list[Any]]:

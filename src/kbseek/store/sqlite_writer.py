@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kbseek.dates import MTIME_SOURCE, mtime_day
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.facts import document_facts
 from kbseek.store.links import document_names, link_keys
 from kbseek.store.schema import (
     META_EMBEDDING,
@@ -72,7 +74,22 @@ class SqliteWriter:
         )
         self._insert_chunks(doc_id, document.chunks)
         self._write_links(doc_id, document)
+        self._write_facts(doc_id, document)
         return doc_id
+
+    def _write_facts(self, doc_id: int, document: DocumentInput) -> None:
+        """The document's date and front-matter fields (``store.facts``), replacing any it had."""
+        dated, fields = document_facts(document)
+        conn = self._conn
+        conn.execute(
+            "INSERT OR REPLACE INTO document_dates(document, day, source) VALUES (?, ?, ?)",
+            (doc_id, dated.day, dated.source),
+        )
+        conn.execute("DELETE FROM document_fields WHERE document=?", (doc_id,))
+        conn.executemany(
+            "INSERT INTO document_fields(document, field, value) VALUES (?, ?, ?)",
+            [(doc_id, name, value) for name, value in fields],
+        )
 
     def _write_links(self, doc_id: int, document: DocumentInput) -> None:
         """The document's links as keys and the names links may call it by (``store.links``),
@@ -128,6 +145,10 @@ class SqliteWriter:
     def touch_document(self, document_id: int, size: int, mtime_ns: int) -> None:
         self._conn.execute(
             "UPDATE documents SET size=?, mtime_ns=? WHERE id=?", (size, mtime_ns, document_id)
+        )
+        self._conn.execute(  # a date read from the modification time follows it
+            "UPDATE document_dates SET day=? WHERE document=? AND source=?",
+            (mtime_day(mtime_ns), document_id, MTIME_SOURCE),
         )
 
     def delete_document(self, document_id: int) -> None:

@@ -10,6 +10,15 @@ let statusTimer = null;
 let openDoc = null; // {path, next, kb}
 let collections = []; // the collections' names when the server holds several; empty with one
 let defaultCollection = ""; // the one the status band describes when there are several
+let extras = []; // [name, value] filters the address holds that no control shows (chips; see renderExtras)
+
+// The file types a search can be narrowed to: the parsers' names, as /api/search takes them in ``type``.
+const TYPES = [["md", "Markdown"], ["txt", "Text"], ["pdf", "PDF"], ["docx", "Word"], ["xlsx", "Excel"],
+  ["pptx", "PowerPoint"], ["html", "HTML"], ["ipynb", "Notebook"]];
+// Filters /api/search takes that the page has no control for: an address holding them (shared, or
+// written by hand) keeps them, sends them, and shows each as a chip that removes it.
+const EXTRA_KEYS = ["tag_any", "glob", "where"];
+const EXTRA_LABELS = { tag_any: "any tag", glob: "path", where: "field", after: "from", before: "to", type: "type" };
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -30,8 +39,10 @@ const WEAK_NOTES = new Set(["absent_names", "try_other_language"]);
 
 // The server's notes are written for agents ("raise limit or narrow with path_prefix/tags"). Each
 // comes with a machine-readable kind (note_codes), which this page says in words for people; a kind
-// it does not know is shown as the server wrote it. ``filtered``: a folder or tag narrowed the search.
-function noteForPeople(code, note, r, filtered) {
+// it does not know is shown as the server wrote it. ``filtered``: a folder, tag, type, date or other
+// filter narrowed the search; ``listing``: no words, the newest documents (sort=newest).
+function noteForPeople(code, note, r, filtered, listing) {
+  if (listing && String(code).startsWith("semantic_")) return null; // a listing matches no words nor meaning
   switch (code) {
     case "clamped":
       return null; // the page's own request was adjusted to the server's caps: nothing for a person to do
@@ -42,7 +53,10 @@ function noteForPeople(code, note, r, filtered) {
       return "These results are weak matches. If the answer may be written in the other language, " +
         "try the search in that language too.";
     case "more_hits":
-      return "More results exist than are shown: add words, or pick a folder or tag to narrow the search.";
+      return listing
+        ? "Only the newest are shown: pick a folder, tag, file type or dates to see others."
+        : "More results exist than are shown: add words, or pick a folder or tag, a file type or dates " +
+          "to narrow the search.";
     case "terms_dropped":
       return "The search had too many words, so only the first ones were used: try a shorter search.";
     case "cut_to_fit":
@@ -55,21 +69,26 @@ function noteForPeople(code, note, r, filtered) {
     case "semantic_unavailable":
       return "Search by meaning is unavailable, so results match your words only (kbseek status says why).";
     case "empty":
-      return nothingFound(r, filtered);
+      return nothingFound(r, filtered, /^no document matches the filters/.test(note));
     default:
       return note;
   }
 }
 
-function nothingFound(r, filtered) {
+// ``unmatched``: the filters alone pass no document, whatever the words (the server's note says so).
+function nothingFound(r, filtered, unmatched) {
   if (r.index.documents === 0) {
     return r.index.indexing
       ? "Nothing is indexed yet: the first indexing pass is still running. Try again in a moment."
       : "Nothing is indexed yet: no notes kbseek can read (Markdown or text files) were found.";
   }
+  if (unmatched) {
+    return `No note passes these filters, among ${plural(r.index.documents, "note")}: ` +
+      "widen the dates, or clear the folder, tag or file type.";
+  }
   if (r.legs.lexical === "no_terms") return "Nothing matched: the search holds no words, only punctuation.";
-  const where = filtered ? " in this folder or tag" : "";
-  const clear = filtered ? ", or clear the folder and tag" : "";
+  const where = filtered ? " with these filters" : "";
+  const clear = filtered ? ", or clear a filter" : "";
   return `Nothing matched${where} among ${plural(r.index.documents, "note")}. ` +
     `Try other words, a synonym, or the other language${clear}.`;
 }
@@ -132,10 +151,11 @@ function docHash(path, kb) {
   return "#doc=" + encodeURIComponent(path) + (kb ? "&kb=" + encodeURIComponent(kb) : "");
 }
 
-function renderGroup(hits) {
+// ``listing``: the newest documents, unranked, so no score is shown.
+function renderGroup(hits, listing) {
   const first = hits[0];
   const item = el("li", "hit");
-  item.append(el("span", "score", first.score.toFixed(3)));
+  if (!listing) item.append(el("span", "score", first.score.toFixed(3)));
   const title = el("h3");
   const link = el("a", "", first.title || first.path);
   link.href = docHash(first.path, first.kb);
@@ -144,6 +164,12 @@ function renderGroup(hits) {
   const where = el("div", "where");
   if (first.kb) where.append(el("span", "collection", first.kb), " ");
   where.append(document.createTextNode(first.path));
+  if (first.date) {
+    const day = el("time", "date", first.date);
+    day.dateTime = first.date;
+    day.title = "the document's date: from its front matter or properties, else when the file was saved";
+    where.append(" · ", day);
+  }
   item.append(where);
   for (const hit of hits) {
     const section = el("div", "section");
@@ -180,23 +206,51 @@ async function showRelated(path, kb) {
   }
 }
 
+function chosenTypes() {
+  return [...document.querySelectorAll("#type-boxes input:checked")].map((box) => box.value);
+}
+
+function chosenSort() {
+  const radio = document.querySelector("#sort input:checked");
+  return radio ? radio.value : "relevance";
+}
+
+// The filters beyond the folder and tag, named as /api/search takes them; the page's address keeps
+// the same pairs, so a shared address reproduces the search.
+function filterPairs() {
+  const pairs = [];
+  for (const name of ["after", "before"]) if ($(name).value) pairs.push([name, $(name).value]);
+  for (const type of chosenTypes()) pairs.push(["type", type]);
+  return pairs.concat(extras);
+}
+
+// Whether there is something to search: words, or (newest first) the newest documents.
+function searchWanted() {
+  return Boolean($("q").value.trim()) || chosenSort() === "newest";
+}
+
 // ``initial``: the page was opened with a query (and maybe a document) in its address; keep both.
 async function search(event, initial) {
   if (event) event.preventDefault();
   const q = $("q").value.trim();
   const prefix = $("prefix").value;
   const tag = $("tag").value.trim();
+  const filters = filterPairs();
+  const sort = chosenSort();
+  const listing = !q && sort === "newest";
   const state = new URLSearchParams();
   if (q) state.set("q", q);
   if (prefix) state.set("prefix", prefix);
   if (tag) state.set("tag", tag);
+  for (const [name, value] of filters) state.append(name, value);
+  if (sort !== "relevance") state.set("sort", sort);
   const chosen = chosenCollections();
   if (chosen.length < collections.length) for (const name of chosen) state.append("kb", name);
   const hash = initial ? window.location.hash : "";
   history.replaceState(null, "", "/ui" + (state.toString() ? "?" + state : "") + hash);
   if (!initial) showResults();
   const results = $("results");
-  if (!q) {
+  if (!q && !listing) {
     results.replaceChildren();
     say(HINT);
     return;
@@ -210,13 +264,20 @@ async function search(event, initial) {
   for (const name of chosen) params.push(["kb", name]);
   if (prefix) params.push(["path_prefix", prefix]);
   for (const t of tag.split(",").map((s) => s.trim()).filter(Boolean)) params.push(["tag", t]);
-  say("Searching…");
+  params.push(...filters);
+  if (sort !== "relevance") params.push(["sort", sort]);
+  say(listing ? "Listing the newest documents…" : "Searching…");
   try {
     const r = await api("/api/search", params);
     const groups = groupByDocument(r.hits);
-    results.replaceChildren(...groups.map(renderGroup));
-    const parts = r.hits.length ? [`${plural(r.hits.length, "result")} in ${plural(groups.length, "document")}`] : []; // an empty result says so below
-    if (r.legs.semantic === "off") parts.push("matched by words only");
+    results.replaceChildren(...groups.map((hits) => renderGroup(hits, listing)));
+    const parts = []; // an empty result says so below
+    if (listing && r.hits.length) parts.push(`${plural(groups.length, "document")}, newest first`);
+    else if (r.hits.length) {
+      const newest = sort === "newest" ? ", newest first" : "";
+      parts.push(`${plural(r.hits.length, "result")} in ${plural(groups.length, "document")}${newest}`);
+    }
+    if (r.legs.semantic === "off" && !listing) parts.push("matched by words only");
     const codes = r.note_codes || [];
     // Weak results are said once: by the note that says why (a name no note mentions, or the
     // other language) when the server gave one, else by this line.
@@ -225,7 +286,7 @@ async function search(event, initial) {
       parts.push("weak matches: the knowledge base may not cover this");
     }
     r.notes.forEach((note, i) => {
-      const text = noteForPeople(codes[i], note, r, Boolean(prefix || tag));
+      const text = noteForPeople(codes[i], note, r, Boolean(prefix || tag || filters.length), listing);
       if (text) parts.push(text);
     });
     say(parts.join(" · "));
@@ -367,7 +428,7 @@ async function loadCollections() {
       box.type = "checkbox";
       box.value = c.name;
       box.checked = !wanted.length || wanted.includes(c.name);
-      box.addEventListener("change", () => $("q").value.trim() && search());
+      box.addEventListener("change", () => search());
       label.prepend(box);
       return label;
     }) : [];
@@ -378,12 +439,102 @@ async function loadCollections() {
   }
 }
 
+// The "From"/"to" days bound each other, so the picker offers no empty range.
+function linkDates() {
+  $("before").min = $("after").value;
+  $("after").max = $("before").value;
+}
+
+function typesSummary() {
+  const chosen = chosenTypes();
+  $("types-summary").textContent = chosen.length ? "File types: " + chosen.join(", ") : "All file types";
+}
+
+// A checkbox for each file type, those in ``checked`` ticked.
+function renderTypes(checked) {
+  $("type-boxes").replaceChildren(...TYPES.map(([name, label]) => {
+    const box = el("input");
+    box.type = "checkbox";
+    box.value = name;
+    box.checked = checked.includes(name);
+    box.addEventListener("change", () => {
+      typesSummary();
+      search();
+    });
+    const text = el("label", "", ` ${label} (.${name})`);
+    text.prepend(box);
+    return text;
+  }));
+  typesSummary();
+}
+
+// The address's filters that no control shows, each a chip whose button removes it.
+function renderExtras() {
+  $("extra-filters").replaceChildren(...extras.map(([name, value], i) => {
+    const chip = el("span", "chip", `${EXTRA_LABELS[name] || name}: ${value}`);
+    const remove = el("button", "", "×");
+    remove.type = "button";
+    remove.title = "Remove this filter";
+    remove.setAttribute("aria-label", `Remove the filter ${name} ${value}`);
+    remove.addEventListener("click", () => {
+      extras.splice(i, 1);
+      renderExtras();
+      search();
+    });
+    chip.append(remove);
+    return chip;
+  }));
+  $("extra-filters").hidden = !extras.length;
+}
+
+// Whether text is a calendar day a date input can hold (2026-03-01, not 2026-02-30 or 7d).
+function isDay(text) {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const day = new Date(text + "T00:00:00Z");
+  return !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === text;
+}
+
+// The controls filled from the address; what a control cannot hold (an age such as after=7d, a type
+// the picker does not list, a front-matter condition) is kept as a chip and still sent.
+function fillFromAddress(params) {
+  $("q").value = params.get("q") || "";
+  $("tag").value = params.getAll("tag").join(", ");
+  extras = [];
+  for (const name of ["after", "before"]) {
+    const value = (params.get(name) || "").trim();
+    $(name).value = isDay(value) ? value : ""; // a date input holds only a real YYYY-MM-DD day
+    if (value && $(name).value !== value) extras.push([name, value]);
+  }
+  linkDates();
+  const known = TYPES.map(([name]) => name);
+  const types = params.getAll("type").map((t) => t.trim().replace(/^\./, "").toLowerCase()).filter(Boolean);
+  renderTypes(types.filter((t) => known.includes(t)));
+  for (const t of types) if (!known.includes(t)) extras.push(["type", t]);
+  for (const name of EXTRA_KEYS) {
+    for (const value of params.getAll(name)) if (value.trim()) extras.push([name, value.trim()]);
+  }
+  renderExtras();
+  const sort = params.get("sort") === "newest" ? "newest" : "relevance";
+  for (const radio of document.querySelectorAll("#sort input")) radio.checked = radio.value === sort;
+}
+
 function start() {
   const params = new URLSearchParams(window.location.search);
-  $("q").value = params.get("q") || "";
-  $("tag").value = params.get("tag") || "";
+  fillFromAddress(params);
   $("search-form").addEventListener("submit", search);
-  $("prefix").addEventListener("change", () => $("q").value.trim() && search());
+  $("prefix").addEventListener("change", () => search());
+  for (const name of ["after", "before"]) {
+    $(name).addEventListener("change", () => {
+      extras = extras.filter(([key]) => key !== name); // the picked day replaces an age from the address
+      renderExtras();
+      linkDates();
+      search();
+    });
+  }
+  for (const radio of document.querySelectorAll("#sort input")) radio.addEventListener("change", () => search());
+  document.addEventListener("click", (event) => {
+    if ($("types").open && !$("types").contains(event.target)) $("types").open = false;
+  });
   $("back").addEventListener("click", () => {
     history.pushState(null, "", window.location.pathname + window.location.search);
     showResults();
@@ -396,13 +547,13 @@ function start() {
     say("");
     loadCollections().then(loadFolders);
     refreshStatus();
-    if ($("q").value.trim()) search();
+    if (searchWanted()) search();
   });
   window.addEventListener("hashchange", route);
   const ready = loadCollections(); // the picker first: searches and folders depend on it
   ready.then(refreshStatus);
   ready.then(loadFolders).then(() => {
-    if ($("q").value.trim()) search(null, true);
+    if (searchWanted()) search(null, true);
     else say(HINT);
     route();
   });
