@@ -166,6 +166,7 @@ class Topic(BaseModel):
     """Pass it to search(path_prefix=...)."""
     documents: int
     titles: list[str]
+    """Newest first, each with its document's date: ``Title (2026-03-01)``."""
     more_titles: int
     uri: str | None = None
 

@@ -187,3 +187,17 @@ async def test_several_collections_skip_one_without_the_field_and_list_newest_ac
         assert nobody.is_error and "no document has the front-matter field 'ownr'" in nobody.content[0].text  # type: ignore[union-attr]
     finally:
         lib.close()
+
+
+async def test_listings_show_each_documents_date(kb: KnowledgeBase) -> None:
+    async with Client(build_server(kb)) as client:
+        topics = await client.call_tool("list_topics", {})
+        body = await client.read_resource("kb://topic/adr/")
+    adr = next(t for t in (topics.structured_content or {})["topics"] if t["prefix"] == "adr/")
+    assert adr["titles"] == [
+        "Feature flags v2 (2026-11-20)",
+        "Feature flags (2024-05-27)",
+        "Old flags (2016-01-04)",
+    ]
+    text = body.contents[0].text  # type: ignore[union-attr]
+    assert "`adr/0009-flags-v2.md` — 2026-11-20" in text

@@ -17,7 +17,7 @@ only source, so ``get_document`` there serves the indexed documents' stored text
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -209,7 +209,7 @@ class Catalog:
 
     def topics(self, summary: IndexSummary) -> TopicsResponse:
         """The overview of everything indexed, by topic: what search can find and where to narrow it."""
-        titles = {p: [d.title for d in docs] for p, docs in group_by_topic(self._store.documents()).items()}
+        titles = {p: dated_titles(docs) for p, docs in group_by_topic(self._store.documents()).items()}
         return shaping.topics_response(titles, limits=self._live.limits, summary=summary)
 
     def topic_groups(self) -> list[tuple[str, int]]:
@@ -221,7 +221,7 @@ class Catalog:
         docs = group_by_topic(self._servable_documents()).get(prefix)
         if not docs:
             return None
-        return shaping.topic_body(prefix, [(d.title, d.path) for d in docs])
+        return shaping.topic_body(prefix, [(d.title, d.path, d.dated.day if d.dated else None) for d in docs])
 
     # -- recent documents --------------------------------------------------------------------------
 
@@ -276,3 +276,10 @@ def _leading_day(value: str) -> str | None:
         return datetime.strptime(value.strip()[:10], "%Y-%m-%d").date().isoformat()
     except ValueError:
         return None
+
+
+def dated_titles(documents: Sequence[DocumentRow]) -> list[str]:
+    """A topic's titles newest first, each with its day (``Title (2026-03-01)``): a capped list of
+    titles then shows what is recent, and an agent sees how old a folder's notes are."""
+    ordered = sorted(documents, key=lambda d: (d.dated.day if d.dated else "", d.title), reverse=True)
+    return [f"{d.title} ({d.dated.day})" if d.dated else d.title for d in ordered]

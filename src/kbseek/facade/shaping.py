@@ -490,13 +490,14 @@ def resource_text(rel: str, text: str, cap: int) -> str:
 def topics_response(
     titles_by_prefix: dict[str, list[str]], *, limits: Limits, summary: IndexSummary
 ) -> TopicsResponse:
-    """The topic overview within ``max_topics`` and ``max_titles_per_topic``, saying what was left out."""
+    """The topic overview within ``max_topics`` and ``max_titles_per_topic``, saying what was left out;
+    each topic's titles are kept in the order given (the catalog's: newest first)."""
     notes: list[str] = []
     topics = [
         Topic(
             prefix=prefix,
             documents=len(titles),
-            titles=sorted(titles)[: limits.max_titles_per_topic],
+            titles=titles[: limits.max_titles_per_topic],
             more_titles=max(0, len(titles) - limits.max_titles_per_topic),
         )
         for prefix, titles in sorted(titles_by_prefix.items())
@@ -515,10 +516,14 @@ def topics_response(
     return TopicsResponse(topics=topics, truncated=truncated, notes=notes, index=summary)
 
 
-def topic_body(prefix: str, documents: Sequence[tuple[str, str]]) -> str:
-    """A topic resource: a Markdown list of its documents, ``(title, path)``, with their uris (D2)."""
+def topic_body(prefix: str, documents: Sequence[tuple[str, str, str | None]]) -> str:
+    """A topic resource: a Markdown list of its documents, ``(title, path, day)``, with their uris
+    and dates (D2)."""
     lines = [f"# Topic {prefix or '(root)'}", "", f"{counted(len(documents), 'document')}.", ""]
-    lines.extend(f"- [{title}]({document_uri(path)}) — `{path}`" for title, path in documents)
+    lines.extend(
+        f"- [{title}]({document_uri(path)}) — `{path}`" + (f" — {day}" if day else "")
+        for title, path, day in documents
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -94,5 +94,7 @@ def copy_index(source: Store, target: Store) -> CopyReport:
         if meta.embedding is not None:
             tx.record_embedding(meta.embedding)
         if meta.last_pass_at is not None and meta.parse_version is not None:
-            tx.record_pass(finished_at=meta.last_pass_at, parse_version=meta.parse_version)
+            tx.record_pass(
+                finished_at=meta.last_pass_at, parse_version=meta.parse_version, date_fields=meta.date_fields
+            )
     return CopyReport(len(rows), chunks, vectors, target.location)

@@ -340,7 +340,7 @@ class Indexer:
             tx.prune()
             tx.record_pass(
                 finished_at=time.time(), parse_version=PARSE_VERSION,
-                listing_changed=report.listing_changed,
+                listing_changed=report.listing_changed, date_fields=self.date_fields,
             )  # fmt: skip
         return report.frozen()
 
@@ -350,9 +350,13 @@ class Indexer:
         """Whether the index was written by parsers that made something else of the same files.
 
         Titles, heading paths and indexed text come from parsing, and an unchanged file is never
-        parsed again, so a new ``PARSE_VERSION`` has every file re-read once.
+        parsed again, so a new ``PARSE_VERSION`` has every file re-read once; so does another
+        ``[index].date_fields``, which dates documents differently.
         """
-        return self.store.meta().parse_version != PARSE_VERSION
+        meta = self.store.meta()
+        return meta.parse_version != PARSE_VERSION or (
+            meta.date_fields is not None and meta.date_fields != self.date_fields
+        )
 
     def _check_model(self) -> None:
         if self.model_id is None:

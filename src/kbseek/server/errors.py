@@ -42,6 +42,7 @@ from kbseek.errors import (
     ServiceError,
     StoreUnavailable,
     TopicNotFound,
+    UnknownField,
     UnsupportedExtension,
     WrittenElsewhere,
 )
@@ -102,6 +103,7 @@ TABLE: Final[Mapping[type[BaseException], Answer]] = MappingProxyType({
     KbError: CONFLICT,  # only a bare KbError, which kbseek no longer raises; every class has its row
     InvalidArgument: BAD_REQUEST,
     BadResourceUri: BAD_REQUEST,
+    UnknownField: BAD_REQUEST,
     TopicNotFound: NOT_FOUND,
     ConfigError: UNAVAILABLE,
     IndexIncompatible: UNAVAILABLE,

@@ -177,6 +177,8 @@ class IndexMeta:
     listing_pass: int = 0
     """The number (as in :attr:`passes`) of the last pass that added, removed or renamed a document:
     when the resource listing a reader offers changed."""
+    date_fields: tuple[str, ...] | None = None
+    """``[index].date_fields`` of the pass that dated the documents: another list re-reads them."""
     next_embedding: EmbeddingRecord | None = None
     """The model of the next generation of vectors, made while :attr:`embedding`'s keep answering and
     promoted when every chunk has one (docs/decisions/0040); ``None`` when no model switch is under way."""
@@ -297,10 +299,14 @@ class StoreWriter(Protocol):
         :class:`~kbseek.errors.KbBug` when no next generation was started."""
         ...
 
-    def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
-        """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``), and
-        count it (``passes``); ``listing_changed``: it added, removed or renamed a document
-        (``listing_pass``). Readers of the index hear of it when the transaction commits."""
+    def record_pass(
+        self, *, finished_at: float, parse_version: int, listing_changed: bool = True,
+        date_fields: Sequence[str] | None = None,
+    ) -> None:  # fmt: skip
+        """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``, and
+        the ``date_fields`` that dated the documents when given), and count it (``passes``);
+        ``listing_changed``: it added, removed or renamed a document (``listing_pass``). Readers of
+        the index hear of it when the transaction commits."""
         ...
 
     def record_embedding(self, embedding: EmbeddingRecord) -> None:

@@ -305,5 +305,10 @@ def _alive(conn: Conn) -> bool:
 
 
 def _close(conn: Conn) -> None:
+    """Close a lock's connection, releasing its locks first when it still can: the server frees a
+    session's locks only when its backend has exited, after the client has gone, so a writer that
+    starts right after another stopped could otherwise find the lock still held."""
     with contextlib.suppress(psycopg.Error):
+        if not (conn.closed or conn.broken):
+            conn.execute("SELECT pg_advisory_unlock_all()")
         conn.close()

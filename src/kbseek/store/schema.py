@@ -13,7 +13,7 @@ import logging
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +186,7 @@ RETIRED_CHUNKS_KEPT = 50_000
 META_SCHEMA_VERSION = "schema_version"
 META_LAST_PASS_AT = "last_pass_at"
 META_PARSE_VERSION = "parse_version"
+META_DATE_FIELDS = "date_fields"
 META_PASSES = "passes"
 META_LISTING_PASS = "listing_pass"
 META_EMBED_MODEL = "embed_model"
@@ -356,6 +357,7 @@ def index_meta(raw: dict[str, str]) -> IndexMeta:
         passes=_int_or_none(raw.get(META_PASSES)) or 0,
         listing_pass=_int_or_none(raw.get(META_LISTING_PASS)) or 0,
         next_embedding=_embedding_record(raw, NEXT_PREFIX),
+        date_fields=tuple(raw[META_DATE_FIELDS].split("\n")) if raw.get(META_DATE_FIELDS) else None,
     )
 
 
@@ -370,8 +372,9 @@ def _embedding_record(raw: dict[str, str], prefix: str) -> EmbeddingRecord | Non
 
 
 def pass_meta(
-    *, finished_at: float, parse_version: int, passes_before: str | None, listing_changed: bool
-) -> dict[str, str | None]:
+    *, finished_at: float, parse_version: int, passes_before: str | None, listing_changed: bool,
+    date_fields: Sequence[str] | None = None,
+) -> dict[str, str | None]:  # fmt: skip
     """The meta rows that record a finished pass, as :func:`index_meta` reads them back.
 
     ``passes_before`` is the counter's row as the writer's transaction reads it: transactions are
@@ -385,6 +388,8 @@ def pass_meta(
     }
     if listing_changed:
         rows[META_LISTING_PASS] = str(passes)
+    if date_fields is not None:
+        rows[META_DATE_FIELDS] = "\n".join(date_fields)
     return rows
 
 

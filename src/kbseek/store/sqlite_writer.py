@@ -223,11 +223,14 @@ class SqliteWriter:
 
     # -- meta --------------------------------------------------------------------------------------
 
-    def record_pass(self, *, finished_at: float, parse_version: int, listing_changed: bool = True) -> None:
+    def record_pass(
+        self, *, finished_at: float, parse_version: int, listing_changed: bool = True,
+        date_fields: Sequence[str] | None = None,
+    ) -> None:  # fmt: skip
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (META_PASSES,)).fetchone()
         rows = pass_meta(
             finished_at=finished_at, parse_version=parse_version, passes_before=row[0] if row else None,
-            listing_changed=listing_changed,
+            listing_changed=listing_changed, date_fields=date_fields,
         )  # fmt: skip
         for key, value in rows.items():
             self._set_meta(key, value)
