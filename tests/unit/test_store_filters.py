@@ -57,10 +57,12 @@ def corpus(store: Store) -> None:
 def paths(store: Store, filters: SearchFilters) -> set[str]:
     """The documents both legs keep for ``filters``, checked to agree."""
     hits = store.lexical_candidates(["word"], limit=50, filters=filters)
+    narrow = store.lexical_candidates(["word"], limit=50, filters=filters, complete=False)
     lexical = {c.path for c in store.chunks_by_rowid([r for r, _ in hits]).values()}
     allowed = store.filtered_rowids(filters)
     assert allowed is not None
     assert {c.path for c in store.chunks_by_rowid(sorted(allowed)).values()} == lexical
+    assert {r for r, _ in narrow} <= allowed
     return lexical
 
 

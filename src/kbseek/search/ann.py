@@ -197,6 +197,8 @@ class ApproximateIndex:
         self._ids = np.empty(0, dtype=np.int64)
         """The rowids in the graphs, ascending (the diff a refresh makes, the filter's membership test)."""
         self._lock = threading.Lock()
+        self._scanned: dict[int, tuple[set[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        """Per graph, the last small filter's gathered rows (``_scan``)."""
         """Held by every search and by each batch of a mutation: usearch graphs are not read while written."""
         self._writing = threading.Lock()
         """One reload, refresh or save at a time."""
@@ -368,17 +370,22 @@ class ApproximateIndex:
             return self._scan(graph, q, count, allowed)
         with self._lock:
             index, total = self._graphs[graph], len(self._ids)
-            asked = min(
-                total, count if allowed is None else count * max(4, -(-total // max(len(allowed), 1)))
-            )
+            # A filter passing a share p of the rows keeps about p of what the graph returns. Half the
+            # rows wanted are enough (still ``OVERSAMPLE``'s worth of hits, the rest are only rescored
+            # candidates), so the graph is asked for half as much again as 1/p times that half: one
+            # search nearly always keeps enough, and the graph's cost grows with what it is asked for
+            # (``benchmarks/filtered.py``). Too few kept: again, twice as wide.
+            enough = max(count // 2, 1)
+            share = -(-3 * total // max(2 * len(allowed), 1)) if allowed is not None else 1
+            asked = min(total, enough * max(8, share) if allowed is not None else count)
             while True:
                 keys, sims = self._graph_search(index, q, asked)
                 if allowed is None:
                     return keys, sims
                 keep = np.fromiter((int(r) in allowed for r in keys), dtype=bool, count=len(keys))
-                if keep.sum() >= count or asked >= total:
+                if keep.sum() >= enough or asked >= total:
                     return keys[keep][:count], sims[keep][:count]
-                asked = min(total, asked * 4)
+                asked = min(total, asked * 2)
 
     def _graph_search(self, index: Index, q: Int8Matrix, count: int) -> tuple[np.ndarray, np.ndarray]:
         _set_expansion_search(index, max(self.params.expansion_search, count))
@@ -391,17 +398,28 @@ class ApproximateIndex:
         self, graph: int, q: Int8Matrix, count: int, allowed: set[int]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Score every allowed row from its int8 vector (a small filter: exact over the quantised rows)."""
-        wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
         with self._lock:
-            ids = self._ids
-            at = np.searchsorted(ids, wanted)
-            present = wanted[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == wanted)]
-            present, rows = _vectors(self._graphs[graph], present)
+            cached = self._scanned.get(graph)
+            if cached is not None and cached[0] is allowed and cached[1] is self._ids:
+                present, vectors, norms = cached[2], cached[3], cached[4]
+            else:
+                # Gathering the rows from the graph is most of a scan's cost: the store hands the same
+                # set object to every search narrowed the same way while the index is unchanged, and
+                # ``_ids`` is replaced (never changed in place) when rows come or go, so the gathered
+                # rows are kept for as long as both are the same objects.
+                wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+                ids = self._ids
+                at = np.searchsorted(ids, wanted)
+                present = wanted[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == wanted)]
+                present, rows = _vectors(self._graphs[graph], present)
+                vectors = rows.astype(np.float32)
+                norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+                self._scanned[graph] = (allowed, ids, present, vectors, norms)
         if len(present) == 0:
             return present, np.empty(0)
-        vectors = rows.astype(np.float32)
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)) * max(float(np.linalg.norm(q)), 1e-12)
-        sims = (vectors @ q.astype(np.float32)) / np.maximum(norms, 1e-12)
+        sims = (vectors @ q.astype(np.float32)) / np.maximum(
+            norms * max(float(np.linalg.norm(q)), 1e-12), 1e-12
+        )
         top = np.argsort(-sims, kind="stable")[:count]
         return present[top], sims[top]
 

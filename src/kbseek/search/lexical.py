@@ -16,9 +16,11 @@ def lexical_candidates(
     *,
     limit: int,
     filters: SearchFilters,
+    complete: bool = True,
 ) -> list[tuple[int, float]]:
-    """(chunk rowid, BM25 score) best first; empty when the query has no searchable terms."""
-    return store.lexical_candidates(compiled.terms, limit=limit, filters=filters)
+    """(chunk rowid, BM25 score) best first; empty when the query has no searchable terms.
+    ``complete=False``: the dense leg ranks the filtered chunks too (``Store.lexical_candidates``)."""
+    return store.lexical_candidates(compiled.terms, limit=limit, filters=filters, complete=complete)
 
 
 def term_weight(chunks: int, holding: int) -> float:

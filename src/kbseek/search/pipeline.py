@@ -264,7 +264,9 @@ def _bridged(
     if not bridge.groups:
         return ranked
     compiled = CompiledQuery(bridge.terms, ())
-    found = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
+    found = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=not gated
+    )
     cov = bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
     weight = request.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
     return fusion.add_bridge(ranked, found, coverage=cov, weight=weight, gated=gated)
@@ -289,7 +291,9 @@ def _rank_one(
     hits reuse them; ``japanese`` caches the gate's verdict on each, so the phrasings of one search,
     whose candidates mostly overlap, judge a chunk once.
     """
-    lexical = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
+    lexical = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=vector is None
+    )
     cov: dict[int, float] = {}
     if dense is None or vector is None:
         if not normalise:

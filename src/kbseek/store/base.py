@@ -450,13 +450,16 @@ class Store(Protocol):
         *,
         limit: int,
         filters: SearchFilters = NO_FILTERS,
+        complete: bool = True,
     ) -> list[tuple[int, float]]:
         """Chunks whose lexical text holds any of ``terms``: at most ``limit`` ``(rowid, score)``, best first.
 
         The score is BM25 (higher is better) with a heading match weighing more than a body match. Terms
         are analyzed tokens and are matched literally: no character or word in them (quotes, ``*``,
         ``-``, ``:``, ``AND``, ``NEAR`` …) is ever query syntax, and no term can make this raise (T7).
-        No terms: an empty list. The filters are those of :meth:`filtered_rowids`.
+        No terms: an empty list. The filters are those of :meth:`filtered_rowids`. ``complete=False``
+        (a search whose dense leg also ranks the filtered chunks) lets a store return fewer than
+        ``limit`` when the filters pass few chunks and the rest would only hold common terms.
         """
         ...
 

@@ -366,8 +366,10 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         *,
         limit: int,
         filters: SearchFilters = NO_FILTERS,
+        complete: bool = True,
     ) -> list[tuple[int, float]]:
         """BM25 as FTS5 computes it, over the postings, bounded as SQLite bounds it (``postgres_lexical``).
+        ``complete`` is accepted for the protocol; this store always completes the list.
 
         A term is a bound parameter, compared for equality with stored terms: nothing in it is ever
         syntax (T7). A term with a NUL in it, which text cannot hold, matches nothing (stored terms

@@ -48,7 +48,7 @@ from kbseek.store.schema import (
     open_schema,
     unpack_text,
 )
-from kbseek.store.sqlite_filters import field_facets, filter_sql, newest_chunks, register_functions
+from kbseek.store.sqlite_filters import AllowedSet, SqliteFacts, register_functions
 from kbseek.store.sqlite_generation import SqliteNextGeneration
 from kbseek.store.sqlite_links import SqliteLinks
 from kbseek.store.sqlite_rows import CHUNKS, DOCUMENTS, chunk_row, document_row
@@ -63,6 +63,10 @@ pass within this (a read of one small table)."""
 """Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
 
 _WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+
+ALLOWED_AS_JSON = 20_000
+"""Up to this many allowed chunks the full lexical query binds them (``json_each``); above it, it
+reads the best rows overall and keeps the allowed ones first (``_bm25``)."""
 
 LEXICAL_POSTINGS_BUDGET: int | None = 4_000
 """How many postings the rare terms of a bounded lexical query may hold (docs/decisions/0016).
@@ -85,7 +89,7 @@ NEGLIGIBLE_SHARE = 0.5
 no score by more than that. 1.0 keeps every term."""
 
 
-class SqliteStore(SqliteLinks, SqliteNextGeneration):
+class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
     """Open (creating if needed) the index at ``path``.
 
     With ``create=False`` a missing index is opened as an empty one held in memory, so a command
@@ -216,12 +220,16 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
 
     # -- documents ---------------------------------------------------------------------------------
 
+    def _version(self) -> tuple[int, int]:
+        """What changes when the index does: ``PRAGMA data_version`` moves when another connection
+        commits, and this store's own commits are counted in ``_commits``."""
+        return (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+
     def counts(self) -> Counts:
-        """Counted again only after a commit: a count reads a whole index (7 ms at 140k chunks), and
-        a search asks for it twice. ``PRAGMA data_version`` moves when another connection commits;
-        this store's own commits are counted in ``_commits``."""
+        """Counted again only after a commit (:meth:`_version`): a count reads a whole index (7 ms at
+        140k chunks), and a search asks for it twice."""
         conn = self.conn
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        version = self._version()
         cached: tuple[object, Counts] | None = getattr(self._local, "counts", None)
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -318,27 +326,26 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
     # -- lexical candidates ------------------------------------------------------------------------
 
     def lexical_candidates(
-        self,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        filters: SearchFilters = NO_FILTERS,
+        self, terms: Sequence[str], *, limit: int, filters: SearchFilters = NO_FILTERS, complete: bool = True
     ) -> list[tuple[int, float]]:
         if isinstance(terms, str):  # a string is a sequence of characters: never what a caller means
             raise TypeError("lexical_candidates takes analyzed terms, not a query string")
         expression = match_expression(terms)
         if expression is None:
             return []
+        allowed = self._allowed(filters)
+        if allowed is not None and not allowed.rowids:
+            return []
         budget = LEXICAL_POSTINGS_BUDGET
         rare = None if budget is None else rare_terms(self._postings(terms, budget), budget, least=limit)
         if rare is not None:
             scored = self._weighty(terms, rare)
-            rows = self._bm25_among(rare, scored, limit=limit, filters=filters)
-            if len(rows) >= limit:
+            rows = self._bm25_among(rare, scored, limit=limit, allowed=allowed)
+            if len(rows) >= limit or (allowed is not None and not complete):
                 return rows
             # Fewer than ``limit`` chunks hold a rare term: the full query's tail is made of chunks
             # holding only common ones, and the bounded query cannot rank those. Run it whole.
-        return self._bm25(expression, limit=limit, filters=filters)
+        return self._bm25(expression, limit=limit, allowed=allowed)
 
     def _weighty(self, terms: Sequence[str], rare: Sequence[str]) -> list[str]:
         """The terms a bounded query scores with: all but those most chunks hold.
@@ -381,7 +388,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         terms: Sequence[str],
         *,
         limit: int,
-        filters: SearchFilters,
+        allowed: AllowedSet | None,
     ) -> list[tuple[int, float]]:
         """The chunks holding any of ``rare``, scored by BM25 over all of ``terms``, best first.
 
@@ -395,30 +402,41 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
         assert rare_expression is not None and all_expression is not None
         bm25 = f"bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
         params: list[object] = [rare_expression, f"({rare_expression}) AND ({all_expression})"]
-        clauses = filter_sql(filters, params)
         sql = [
             f"WITH r AS MATERIALIZED (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?),"
             f" a AS (SELECT rowid AS id, {bm25} AS s FROM chunks_fts WHERE chunks_fts MATCH ?)"
             " SELECT a.id, r.s - a.s AS score FROM a JOIN r ON r.id = a.id"
         ]
-        if clauses:
-            sql.append("JOIN chunks c ON c.id = a.id JOIN documents d ON d.id = c.document_id")
-            sql.append("WHERE " + " AND ".join(clauses))
-        return self._best_scored(sql, params, limit)
+        if allowed is None:
+            return self._best_scored(sql, params, limit)
+        # The rare terms' rows are few (their postings are the bound): kept when allowed, in Python.
+        rows = self._best_scored(sql, params, -1)
+        return [row for row in rows if row[0] in allowed.rowids][:limit]
 
-    def _bm25(self, expression: str, *, limit: int, filters: SearchFilters) -> list[tuple[int, float]]:
-        """(chunk rowid, BM25 score, higher is better) for a compiled FTS5 expression."""
+    def _bm25(self, expression: str, *, limit: int, allowed: AllowedSet | None) -> list[tuple[int, float]]:
+        """(chunk rowid, BM25 score, higher is better) for a compiled FTS5 expression.
+
+        With ``allowed``, the MATCH is materialised first and its rows kept when allowed: given a
+        ``rowid IN (…)`` beside MATCH, FTS5 evaluates the whole expression again for each rowid
+        (about a millisecond each at 140k chunks). A wide filter first reads the best rows overall,
+        about twice as many as it should keep, and keeps the allowed ones in Python, which costs less
+        than binding tens of thousands of rowids; too few kept, they are bound."""
+        bm25 = f"-bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
+        plain = [f"SELECT chunks_fts.rowid, {bm25} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"]
+        if allowed is None:
+            return self._best_scored(plain, [expression], limit)
+        if len(allowed.rowids) > ALLOWED_AS_JSON:
+            _, total = self.counts()
+            wider = min(limit * 2 * -(-total // len(allowed.rowids)), fts_match.FULL_QUERY_POSTINGS)
+            best = self._best_scored(plain, [expression], wider)
+            kept = [row for row in best if row[0] in allowed.rowids]
+            if len(kept) >= limit or len(best) < wider:
+                return kept[:limit]
         sql = [
-            f"SELECT chunks_fts.rowid, -bm25(chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS score"
-            " FROM chunks_fts"
+            f"WITH m AS MATERIALIZED (SELECT rowid AS id, {bm25} AS score FROM chunks_fts WHERE chunks_fts MATCH ?)"
+            " SELECT id, score FROM m WHERE id IN (SELECT value FROM json_each(?))"
         ]
-        params: list[object] = [expression]
-        clauses = filter_sql(filters, params)
-        if clauses:
-            sql.append("JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.document_id")
-        sql.append("WHERE chunks_fts MATCH ?")
-        sql.extend(f"AND {f}" for f in clauses)
-        return self._best_scored(sql, params, limit)
+        return self._best_scored(sql, [expression, allowed.json], limit)
 
     def _best_scored(self, sql: list[str], params: list[object], limit: int) -> list[tuple[int, float]]:
         """Run a lexical query that selects ``(rowid, score)``: best ``limit`` first.
@@ -467,29 +485,6 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration):
             for rowid, heading, body in self.conn.execute(sql, part):
                 out[int(rowid)] = wanted.intersection([*heading.split(), *body.split()])
         return out
-
-    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
-        params: list[object] = []
-        clauses = filter_sql(filters, params)
-        if not clauses:
-            return None
-        where = "WHERE " + " AND ".join(clauses)
-        sql = f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
-        return {int(r[0]) for r in self.conn.execute(sql, params)}
-
-    def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
-        return newest_chunks(self.conn, filters, limit)
-
-    def has_field(self, field: str) -> bool:
-        sql = "SELECT 1 FROM document_fields WHERE field = ? LIMIT 1"
-        return self.conn.execute(sql, (field,)).fetchone() is not None
-
-    def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
-        return field_facets(self.conn, fields, values)
-
-    def date_sources(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT source, count(*) FROM document_dates GROUP BY source")
-        return {str(r[0]): int(r[1]) for r in rows}
 
     # -- vectors -----------------------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
+import threading
+from typing import TYPE_CHECKING
 
 from kbseek.filters import SearchFilters, glob_regex
 
@@ -34,15 +36,25 @@ def _marks(values: tuple[object, ...] | list[object]) -> str:
 
 
 def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
-    """SQL conditions (to be AND-ed) on ``d`` for the search filters; appends their parameters."""
+    """SQL conditions (to be AND-ed) on ``d`` for the search filters; appends their parameters.
+
+    Dates and fields are uncorrelated subqueries: SQLite runs each once, through its index, into a
+    set that every document then probes once, where a correlated ``EXISTS`` would look up each
+    document once per listed value (fifty values, fifty lookups a document).
+    """
     clauses: list[str] = []
     if filters.path_prefix:
         escaped = filters.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         clauses.append("d.path LIKE ? ESCAPE '\\'")
         params.append(escaped + "%")
     if filters.path_globs:
-        clauses.append("(" + " OR ".join("lower(d.path) REGEXP ?" for _ in filters.path_globs) + ")")
-        params.extend(glob_regex(g) for g in filters.path_globs)
+        # LIKE first, natively: a pattern every path matching the glob matches, so the regular
+        # expression (a Python call a row) runs only on the paths that may match.
+        either = []
+        for glob in filters.path_globs:
+            either.append("(lower(d.path) LIKE ? ESCAPE '\\' AND lower(d.path) REGEXP ?)")
+            params.extend((glob_like(glob), glob_regex(glob)))
+        clauses.append("(" + " OR ".join(either) + ")")
     if filters.types:
         clauses.append(f"d.parser IN ({_marks(filters.types)})")
         params.extend(filters.types)
@@ -56,22 +68,109 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
     if filters.after or filters.before:
         bounds = []
         if filters.after:
-            bounds.append("x.day >= ?")
+            bounds.append("day >= ?")
             params.append(filters.after)
         if filters.before:
-            bounds.append("x.day <= ?")
+            bounds.append("day <= ?")
             params.append(filters.before)
-        clauses.append(
-            f"EXISTS (SELECT 1 FROM document_dates x WHERE x.document = d.id AND {' AND '.join(bounds)})"
-        )
+        clauses.append(f"d.id IN (SELECT document FROM document_dates WHERE {' AND '.join(bounds)})")
     for condition in filters.where:
-        sql = "SELECT 1 FROM document_fields f WHERE f.document = d.id AND f.field = ?"
+        sql = "SELECT document FROM document_fields WHERE field = ?"
         params.append(condition.field)
         if condition.values:
-            sql += f" AND f.value IN ({_marks(condition.values)})"
+            sql += f" AND value IN ({_marks(condition.values)})"
             params.extend(condition.values)
-        clauses.append(f"{'' if condition.exists else 'NOT '}EXISTS ({sql})")
+        clauses.append(f"d.id {'' if condition.exists else 'NOT '}IN ({sql})")
     return clauses
+
+
+def glob_like(glob: str) -> str:
+    """A ``LIKE`` pattern (escape ``\\``) that every path matching ``glob`` matches: ``**/`` and each
+    other wildcard become ``%`` or ``_``, a literal ``%``, ``_`` or ``\\`` is escaped. A superset of
+    the glob (``*`` may cross folders here), which ``glob_regex`` then decides exactly."""
+    if "/" not in glob.rstrip("/"):
+        glob = "**/" + glob
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        step = 3 if glob.startswith("**/", i) else 1  # "**/" may match nothing, slash included
+        if char == "*":
+            if not out or out[-1] != "%":
+                out.append("%")
+        elif char == "?":
+            out.append("_")
+        elif char in "%_\\":
+            out.append("\\" + char)
+        else:
+            out.append(char)
+        i += step
+    return "".join(out) + ("%" if glob.endswith("/") else "")
+
+
+def passing_chunks(conn: sqlite3.Connection, filters: SearchFilters) -> AllowedSet:
+    """The chunks of the documents passing ``filters``: the conditions are evaluated once per
+    document, not once per chunk, and the chunks are then found by their document's index."""
+    params: list[object] = []
+    passing = f"SELECT d.id FROM documents d WHERE {' AND '.join(filter_sql(filters, params))}"
+    rows = conn.execute(f"SELECT c.id FROM chunks c WHERE c.document_id IN ({passing})", params)
+    return AllowedSet({int(r[0]) for r in rows})
+
+
+ALLOWED_CACHED = 8
+"""Filters whose passing chunks a thread keeps for the index's current state (``_allowed``)."""
+
+
+class SqliteFacts:
+    """What the filters ask of the index (``Store.filtered_rowids``) and the reads of each
+    document's date and front-matter fields (``newest_chunks``, ``has_field``, ``field_facets``,
+    ``date_sources``): a mixin of ``SqliteStore``, which provides ``conn`` and a thread's cache,
+    kept here beside the filters' SQL."""
+
+    if TYPE_CHECKING:
+        _local: threading.local
+
+        @property
+        def conn(self) -> sqlite3.Connection: ...
+
+        def _version(self) -> tuple[int, int]: ...
+
+    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
+        allowed = self._allowed(filters)
+        return None if allowed is None else allowed.rowids
+
+    def _allowed(self, filters: SearchFilters) -> AllowedSet | None:
+        """The chunks passing ``filters``, read once per filter and index state and kept for this
+        thread: a search asks for them in every lexical query and in the dense leg, and an agent
+        often narrows several searches the same way. ``None`` when the filters narrow nothing."""
+        if not filters.narrows:
+            return None
+        version = self._version()
+        cached: tuple[object, dict[SearchFilters, AllowedSet]] | None = getattr(self._local, "allowed", None)
+        if cached is None or cached[0] != version:
+            cached = (version, {})
+            self._local.allowed = cached
+        found = cached[1].get(filters)
+        if found is None:
+            found = passing_chunks(self.conn, filters)
+            if len(cached[1]) >= ALLOWED_CACHED:
+                cached[1].clear()
+            cached[1][filters] = found
+        return found
+
+    def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
+        return newest_chunks(self.conn, filters, limit)
+
+    def has_field(self, field: str) -> bool:
+        sql = "SELECT 1 FROM document_fields WHERE field = ? LIMIT 1"
+        return self.conn.execute(sql, (field,)).fetchone() is not None
+
+    def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
+        return field_facets(self.conn, fields, values)
+
+    def date_sources(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT source, count(*) FROM document_dates GROUP BY source")
+        return {str(r[0]): int(r[1]) for r in rows}
 
 
 def newest_chunks(conn: sqlite3.Connection, filters: SearchFilters, limit: int) -> list[int]:
@@ -107,3 +206,21 @@ def field_facets(
         ).fetchall()
         out.append((str(field), int(documents), [(str(v), int(n)) for v, n in common]))
     return out
+
+
+class AllowedSet:
+    """The chunk rowids narrow filters pass, as a set (the dense leg, and ``filtered_rowids``) and as
+    the JSON array the full lexical query binds (``rowid IN (SELECT value FROM json_each(?))``: one
+    parameter however many rows). Shared between searches: read only."""
+
+    __slots__ = ("_json", "rowids")
+
+    def __init__(self, rowids: set[int]) -> None:
+        self.rowids = rowids
+        self._json: str | None = None
+
+    @property
+    def json(self) -> str:
+        if self._json is None:
+            self._json = "[" + ",".join(map(str, self.rowids)) + "]"
+        return self._json
