@@ -281,5 +281,6 @@ def _leading_day(value: str) -> str | None:
 def dated_titles(documents: Sequence[DocumentRow]) -> list[str]:
     """A topic's titles newest first, each with its day (``Title (2026-03-01)``): a capped list of
     titles then shows what is recent, and an agent sees how old a folder's notes are."""
-    ordered = sorted(documents, key=lambda d: (d.dated.day if d.dated else "", d.title), reverse=True)
+    by_title = sorted(documents, key=lambda d: d.title)  # then newest first, titles in order within a day
+    ordered = sorted(by_title, key=lambda d: d.dated.day if d.dated else "", reverse=True)
     return [f"{d.title} ({d.dated.day})" if d.dated else d.title for d in ordered]
