@@ -162,13 +162,20 @@ def search_text(r: SearchResponse, token: str | None = None, *, brief: bool = Fa
     ``ok`` has its note, or is off by configuration). Decision 0035.
     """
     token = token or boundary()
+    if r.legs.lexical == "none":  # no query: the newest documents passing the filters (sort="newest")
+        lines = [f"{counted(len(r.hits), 'document')}, newest first"]
+        return "\n".join(lines + _hit_lines(r, token) + _notes(r.notes))
     head = counted(len(r.hits), "hit")
     if not brief:
         legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
         head += f" for {r.query!r}" + "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
     if r.low_confidence and r.hits:
         head += " — low confidence: the knowledge base may not cover this"
-    lines = [head]
+    return "\n".join([head, *_hit_lines(r, token), *_notes(r.notes)])
+
+
+def _hit_lines(r: SearchResponse, token: str) -> list[str]:
+    lines: list[str] = []
     dated_paths: set[str] = set()
     for i, h in enumerate(r.hits, 1):
         lines.append(f"{i}. {_heading(_section(h.heading_path))} · chunk_id {escaped(h.chunk_id)}")
@@ -181,8 +188,7 @@ def search_text(r: SearchResponse, token: str | None = None, *, brief: bool = Fa
         dated = f" date={h.date}" if h.date and h.path not in dated_paths else ""
         dated_paths.add(h.path)
         lines.extend(passage(token, snippet, h.path, f"lines={h.line_start}-{h.line_end}{dated}"))
-    lines.extend(_notes(r.notes))
-    return "\n".join(lines)
+    return lines
 
 
 def fetch_text(r: FetchResponse, token: str | None = None) -> str:
