@@ -16,8 +16,18 @@ import pytest
 
 from kbseek.dates import DocumentDate, mtime_day
 from kbseek.filters import FieldCondition, SearchFilters, parse_filters
+from kbseek.store import sqlite_filters
 from kbseek.store.base import DocumentInput, Store
 from tests.unit.test_store_contract import BACKENDS, document, write
+
+
+@pytest.fixture(autouse=True, params=["by index", "by map"])
+def chunk_lookup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice on SQLite: the passing documents' chunks found through the chunks' index
+    (few documents), and picked from the map of every chunk's document (many)."""
+    if request.param == "by map":
+        monkeypatch.setattr(sqlite_filters, "FEW_DOCUMENTS", -1)
+    return str(request.param)
 
 
 @pytest.fixture(params=sorted(BACKENDS))
