@@ -240,7 +240,7 @@ CREATE TABLE IF NOT EXISTS document_fields (
     value       text COLLATE "C" NOT NULL,
     PRIMARY KEY (document_id, field, value)
 );
-CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value);
+CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value, document_id);
 """
 DDL += _DOCUMENT_FACTS
 

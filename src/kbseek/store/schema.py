@@ -157,7 +157,7 @@ CREATE TABLE IF NOT EXISTS document_fields (
     value    TEXT NOT NULL,
     PRIMARY KEY (document, field, value)
 );
-CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value);
+CREATE INDEX IF NOT EXISTS document_fields_by_value ON document_fields(field, value, document);
 """
 
 DDL = DDL.format(
