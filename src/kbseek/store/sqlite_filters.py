@@ -54,10 +54,11 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
         params.append(escaped + "%")
     if filters.path_globs:
         # LIKE first, natively: a pattern every path matching the glob matches, so the regular
-        # expression (a Python call a row) runs only on the paths that may match.
+        # expression (a Python call a row) runs only on the paths that may match. LIKE already
+        # folds ASCII letters, as the glob was folded: no lower() for every path.
         either = []
         for glob in filters.path_globs:
-            either.append("(lower(d.path) LIKE ? ESCAPE '\\' AND lower(d.path) REGEXP ?)")
+            either.append("(d.path LIKE ? ESCAPE '\\' AND lower(d.path) REGEXP ?)")
             params.extend((glob_like(glob), glob_regex(glob)))
         clauses.append("(" + " OR ".join(either) + ")")
     if filters.types:
