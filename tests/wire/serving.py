@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from email.message import Message
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import installed_script
 
@@ -92,3 +95,27 @@ def read_only_server(store: list[str]) -> Iterator[tuple[int, subprocess.Popen[s
             if proc.poll() is None:
                 proc.terminate()
             proc.communicate(timeout=20)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+"""Debian's Chromium, which the page tests drive through Playwright (its bundled browser is not used)."""
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    """A headless Chromium for the page tests; the test is skipped, saying what to install, without it."""
+    if CHROMIUM is None:
+        pytest.skip(
+            "Chromium is not installed: `apt-get install chromium` (.ci/run does) to run the browser test"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test`")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"],
+        )  # fmt: skip
+        try:
+            yield browser
+        finally:
+            browser.close()

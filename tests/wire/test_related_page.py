@@ -7,15 +7,13 @@ why. What the page shows is checked against what ``/api/related`` and ``/api/sea
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import write_notes
-from tests.wire.serving import get, serving
+from tests.wire.serving import chromium, get, serving
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DECKS = ["decks/2023/kickoff.md", "decks/2024/kickoff.md", "sales/pitch.md"]
 NOTES = {
     "home.md": "# Home\n\nThe talks: " + ", ".join(f"[deck {i}]({p})" for i, p in enumerate(DECKS)) + ".\n",
@@ -40,15 +38,8 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def page_factory() -> Iterator[object]:
-    if CHROMIUM is None:
-        pytest.skip(
-            "Chromium is not installed: `apt-get install chromium` (.ci/run does) to run the browser test"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test`")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def test_in_chromium_related_documents_sharing_a_title_are_told_apart_by_their_paths(

@@ -8,7 +8,6 @@ screenshot is kept in ``test-artifacts/``.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from kbseek.server.http import HttpPolicy, build_http_app
 from kbseek.server.mcp import build_server
 from kbseek.server.web import build_web_app
 from tests.conftest import make_core
-from tests.wire.serving import get, request, serving
+from tests.wire.serving import chromium, get, request, serving
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = """---
 title: Markup in a note
 tags: [security]
@@ -130,19 +128,8 @@ async def test_the_bare_address_redirects_to_the_page_under_the_same_policy(kb_r
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    if CHROMIUM is None:
-        pytest.skip(
-            "Chromium is not installed: `apt-get install chromium` (.ci/run does) to run the browser test"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test`")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )  # fmt: skip
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_stays_text(

@@ -10,7 +10,6 @@ shared address and checks the controls are filled from it and kept in it.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -21,9 +20,8 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import write_notes
-from tests.wire.serving import get, serving
+from tests.wire.serving import chromium, get, serving
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TODAY = date.today().isoformat()
 
 
@@ -201,19 +199,8 @@ def test_a_bad_filter_is_a_400_that_says_what_is_accepted(base: str, query: str,
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    if CHROMIUM is None:
-        pytest.skip(
-            "Chromium is not installed: `apt-get install chromium` (.ci/run does) to run the browser test"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test`")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )  # fmt: skip
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def _shown(page: object) -> list[tuple[str, str]]:
