@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
@@ -134,28 +134,15 @@ class SearchFilters:
     @property
     def narrows(self) -> bool:
         """Whether any condition is set (no filter: the store reads no document table)."""
-        return any(
-            (self.path_prefix, self.tags, self.tags_any, self.path_globs, self.types, self.after,
-             self.before, self.where)
-        )  # fmt: skip
+        return any(getattr(self, f.name) for f in fields(self))
 
     def describe(self) -> str:
         """The filters as a person would read them back, for a note that names what matched nothing."""
         parts: list[str] = []
-        if self.path_prefix:
-            parts.append(f"path_prefix={self.path_prefix}")
-        if self.path_globs:
-            parts.append(f"path_globs={', '.join(self.path_globs)}")
-        if self.types:
-            parts.append(f"types={', '.join(self.types)}")
-        if self.tags:
-            parts.append(f"tags={', '.join(self.tags)}")
-        if self.tags_any:
-            parts.append(f"tags_any={', '.join(self.tags_any)}")
-        if self.after:
-            parts.append(f"after={self.after}")
-        if self.before:
-            parts.append(f"before={self.before}")
+        for name in ("path_prefix", "path_globs", "types", "tags", "tags_any", "after", "before"):
+            value = getattr(self, name)
+            if value:
+                parts.append(f"{name}={value if isinstance(value, str) else ', '.join(value)}")
         parts += [f"where {c.describe()}" for c in self.where]
         return "; ".join(parts)
 
