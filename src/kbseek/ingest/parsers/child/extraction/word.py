@@ -294,7 +294,7 @@ class _Reader:
         """
         above: list[str] = []
         """The text on each grid column of the row before."""
-        for row in _rows(table):
+        for row in _within(table, _W + "tr"):
             properties = row.find(_W + "trPr")
             skip_before = skip_after = 0
             if properties is not None:
@@ -305,7 +305,7 @@ class _Reader:
             cells: list[str] = [""] * skip_before
             nested: list[Any] = []
             own = False
-            for cell in _cells(row):
+            for cell in _within(row, _W + "tc"):
                 span, down, across = 1, False, False
                 properties = cell.find(_W + "tcPr")
                 if properties is not None:
@@ -451,21 +451,13 @@ def _block_items(container: Any) -> Iterator[Any]:
             yield from _block_items(branch)
 
 
-def _rows(table: Any) -> Iterator[Any]:
-    for child in table:
-        if child.tag == _W + "tr":
+def _within(parent: Any, tag: str) -> Iterator[Any]:
+    """The ``tag`` elements (a table's ``w:tr``, a row's ``w:tc``) of ``parent``, also those a content
+    control or another container wraps."""
+    for child in parent:
+        if child.tag == tag:
             yield child
         elif child.tag == _W + "sdt" and (content := child.find(_W + "sdtContent")) is not None:
-            yield from _rows(content)
+            yield from _within(content, tag)
         elif child.tag in _CONTAINERS:
-            yield from _rows(child)
-
-
-def _cells(row: Any) -> Iterator[Any]:
-    for child in row:
-        if child.tag == _W + "tc":
-            yield child
-        elif child.tag == _W + "sdt" and (content := child.find(_W + "sdtContent")) is not None:
-            yield from _cells(content)
-        elif child.tag in _CONTAINERS:
-            yield from _cells(child)
+            yield from _within(child, tag)
