@@ -89,7 +89,7 @@ def bench(
     max_terms = settings.limits.max_query_terms
     per_leg: dict[str, list[dict[str, float]]] = {"lexical": [], "dense": [], "hybrid": []}
     variant_legs = {v: _dense_leg(legs, v) for v in variants}
-    dense_alone = legs.dense_leg(dense_weight=1.0, matched_weight=1.0)
+    dense_alone = legs.dense_leg(fusion="blend", dense_weight=1.0, matched_weight=1.0)
     per_leg.update({f"hybrid {v}": [] for v in variants})
     flagged = 0
     for qid, text in queries:
@@ -184,7 +184,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("collections", nargs="*", help=f"Any of {', '.join(SPLITS)} (default: all).")
-    parser.add_argument("--fusion", default="blend", choices=["blend", "rrf"])
+    parser.add_argument("--fusion", default="blend", choices=["blend", "learned", "rrf"])
     parser.add_argument(
         "--dense-weight", type=float, default=Settings.__dataclass_fields__["dense_weight"].default
     )

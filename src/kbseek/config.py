@@ -32,6 +32,9 @@ MiB = 1024 * 1024
 MAX_ALSO_CEILING = 8
 """``[limits].max_also`` above this would let one call cost as many searches as a caller likes."""
 
+FUSIONS = ("blend", "learned", "rrf")
+"""``[search].fusion``: how the two legs become one ranking (``search.fusion``, ``search.ranker``)."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -106,7 +109,8 @@ class Settings:
     semantic: bool = True
     """``False`` runs lexical-only and never loads a model."""
     fusion: str = "blend"
-    """``"blend"`` (weighted normalised scores) or ``"rrf"`` (reciprocal rank fusion)."""
+    """``"blend"`` (weighted normalised scores), ``"learned"`` (the blend's best candidates reordered
+    by the shipped ranking model, ``search.ranker``) or ``"rrf"`` (reciprocal rank fusion)."""
     dense_weight: float = 0.85
     """The dense leg's share of a blended score when no lexical candidate covers the query."""
     dense_weight_matched: float = 0.2
@@ -164,8 +168,10 @@ class Settings:
                 f"unknown parser(s) {', '.join(unknown)} in [parsers].enabled; "
                 f"available: {', '.join(AVAILABLE_PARSERS)}"
             )
-        if self.fusion not in ("blend", "rrf"):
-            raise ConfigError(f"[search].fusion must be 'blend' or 'rrf', not {self.fusion!r}")
+        if self.fusion not in FUSIONS:
+            raise ConfigError(
+                f"[search].fusion must be one of {', '.join(map(repr, FUSIONS))}, not {self.fusion!r}"
+            )
         for name in ("dense_weight", "dense_weight_matched"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"[search].{name} must be between 0 and 1, not {getattr(self, name)}")

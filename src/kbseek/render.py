@@ -133,6 +133,8 @@ def _explain(e: Explanation) -> str:
     via = f" · via also #{e.phrasing}" if e.phrasing else ""
     via += f" (+{e.agreement:.4f} from the other phrasings)" if e.agreement else ""
     via += f" · rerank {e.rerank_score:.4f}" if e.rerank_score is not None else ""
+    if e.learned:
+        via += " · learned: " + ", ".join(f"{name} {part:+.2f}" for name, part in e.learned.items())
     return f"   explain: {lexical} · {dense} · fused {e.fused_score:.4f}{via}"
 
 

@@ -51,6 +51,9 @@ class Explanation(BaseModel):
     rerank_score: float | None = None
     """The reranker's score, when ``[rerank]`` ordered the hit: the hit's place follows it, and its
     ``score`` is the fused score of that place (decision 0038)."""
+    learned: dict[str, float] | None = None
+    """With the learned ranking (``fusion = "learned"``): the features that moved the hit's score
+    most, each with its part of the model's sum; ``fused_score`` is then the model's (decision 0044)."""
 
 
 class SearchHit(BaseModel):

@@ -19,6 +19,7 @@ from mcp import Client
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed.chunk_vectors import VECTOR_SCHEME
+from kbseek.search.features import FEATURES
 from kbseek.server.mcp import build_server
 from tests.fakes import FakeEmbedder
 from tests.fixture_copies import EXAMPLE_KB, copy_fixture
@@ -68,6 +69,29 @@ async def test_explain_shows_each_leg(hybrid: KnowledgeBase) -> None:
     explain = data["hits"][0]["explain"]
     assert explain["lexical_rank"] is not None and explain["dense_rank"] is not None
     assert explain["fused_score"] == pytest.approx(data["hits"][0]["score"], abs=1e-5)
+
+
+async def test_the_learned_ranking_says_what_moved_each_hit(
+    example_root: Path, embedder: FakeEmbedder
+) -> None:
+    core = KnowledgeBase(settings=Settings(root=example_root, fusion="learned"), embedder=embedder)
+    core.index()
+    try:
+        data = await search(core, "connection pool exhaustion", explain=True)
+        async with Client(build_server(core)) as client:
+            text = (
+                await client.call_tool("search", {"query": "connection pool exhaustion", "explain": True})
+            ).content
+    finally:
+        core.close()
+    hits = data["hits"]
+    assert hits and data["legs"] == {"lexical": "ok", "semantic": "ok"}
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    for hit in hits:
+        learned = hit["explain"]["learned"]
+        assert 0 < len(learned) <= 3 and all(name in FEATURES for name in learned)
+        assert 0 < hit["score"] < 1 and hit["explain"]["fused_score"] == pytest.approx(hit["score"], abs=1e-5)
+    assert "learned: " in text[0].text  # type: ignore[union-attr]
 
 
 async def test_search_answers_lexically_while_the_model_loads(example_root: Path) -> None:

@@ -22,6 +22,7 @@ from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.filters import SearchFilters
 from kbseek.rerank import RerankSpec, RerankStage
 from kbseek.responses import IndexSummary, SearchResponse
+from kbseek.search import ranker
 from kbseek.search.dense import VectorIndex
 from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, lexical_scale, run_search
 from kbseek.store.base import Store
@@ -65,7 +66,7 @@ class Retrieval:
         if leg is None:
             return None
         if fusion is not None:
-            leg = replace(leg, fusion=fusion)
+            leg = replace(leg, fusion=fusion, ranker=ranker.shipped() if fusion == "learned" else None)
         if dense_weight is not None:
             leg = replace(leg, dense_weight=dense_weight)
         if matched_weight is not None:

@@ -38,6 +38,7 @@ from kbseek.embed.base import Embedder, EmbedderSpec, embed_queries
 from kbseek.embed.factory import make_embedder
 from kbseek.errors import KbError
 from kbseek.ingest.indexer import EmbedFn, ModelSwitch
+from kbseek.search import ranker
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
 from kbseek.search.store_vectors import open_dense_index, suits
@@ -327,6 +328,7 @@ class SemanticLeg:
         return DenseLeg(
             dense, partial(embed_queries, answering.embedder), settings.fusion, settings.dense_weight,
             settings.rrf_k, settings.dense_weight_matched, spec.floor, spec.parts,
+            ranker.shipped() if settings.fusion == "learned" else None,
         )  # fmt: skip
 
     def vectors_changed(self, *, rebuilt: bool) -> None:

@@ -285,6 +285,7 @@ def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:
             # reranked: the chunk's own fused score, while ``score`` is that of the place it took
             fused_score=f.score if h.fused_score is None else h.fused_score,
             rerank_score=None if h.rerank_score is None else round(h.rerank_score, 6),
+            learned=dict(f.learned) if f.learned else None,
         ) if explain else None,
     )  # fmt: skip
 

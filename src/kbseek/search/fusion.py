@@ -30,6 +30,9 @@ class Fused:
     bridge: float = 0.0
     """The part of ``score`` the bilingual bridge added: the query's words in the other language
     found this chunk (:func:`add_bridge`)."""
+    learned: tuple[tuple[str, float], ...] = ()
+    """When the learned ranking scored this chunk (``search.ranker``): the features that moved its
+    score most, each with its part of the model's sum, largest first."""
 
 
 def _collect(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]]) -> dict[int, Fused]:

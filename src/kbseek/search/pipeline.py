@@ -21,8 +21,10 @@ from kbseek.search.bridge import Bridge, bridge_coverage, bridge_query
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import VectorIndex
 from kbseek.search.diversity import distinct_first
+from kbseek.search.features import QueryView
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
+from kbseek.search.ranker import Ranking
 from kbseek.store.base import ChunkRow, Store
 from kbseek.text.language import is_japanese
 from kbseek.text.names import names
@@ -130,6 +132,8 @@ class DenseLeg:
     """The models whose vectors are concatenated in each row (``embed.pair``), each read on its own
     and gated by language (``fusion.gated_dense``); empty for one model, which ``similarity_floor``
     then describes."""
+    ranker: Ranking | None = None
+    """The learned ranking that reorders the fused one (``fusion = "learned"``, ``search.ranker``)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,8 @@ def run_search(
     )
 
     rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
+    if dense is not None and dense.ranker is not None and said:
+        ranked = dense.ranker.order(ranked, rows, _view(request, compiled, per, rows), japanese)
     reranked: dict[int, tuple[float, float]] = {}
     rerank_note = None
     if rerank is not None:
@@ -218,6 +224,33 @@ def run_search(
     return PipelineResult(
         hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent, rerank_note
     )
+
+
+def _view(
+    request: SearchRequest,
+    compiled: Sequence[CompiledQuery],
+    per: Sequence[_Ranked],
+    rows: dict[int, ChunkRow],
+) -> QueryView:
+    """What the learned ranking reads about the search as a whole (``search.features``)."""
+    best = [max((f.lexical_score or 0.0 for f in p.ranked), default=0.0) for p in per]
+    top_coverage = max(per[0].coverage.values(), default=0.0)
+    if request.scale:  # several indexes answer: the scale they share, as the fusion used
+        best = [max(b, s[0]) for b, s in zip(best, request.scale, strict=False)]
+        top_coverage = max(top_coverage, request.scale[0][1])
+    first = per[0].ranked
+    lexical_top = next((f.rowid for f in first if f.lexical_rank == 1), None)
+    dense_top = next((f.rowid for f in first if f.dense_rank == 1), None)
+    agree = (
+        lexical_top in rows
+        and dense_top in rows
+        and rows[lexical_top].document_id == rows[dense_top].document_id
+    )
+    return QueryView(
+        japanese=is_japanese(request.query), terms=tuple(c.terms for c in compiled), best_lexical=tuple(best),
+        coverage=tuple(p.coverage for p in per), top_coverage=top_coverage,
+        best_similarity=per[0].best_similarity, legs_agree=agree,
+    )  # fmt: skip
 
 
 def _reranked(
