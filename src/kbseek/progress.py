@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-UNITS = {"scan": "files", "model": "", "parse": "files", "embed": "chunks"}
+UNITS = {"scan": "files", "model": "", "parse": "files", "embed": "chunks", "graph": "vectors"}
 """What each phase counts."""
 
 Clock = Callable[[], float]

@@ -194,7 +194,7 @@ class IndexProgress(BaseModel):
     as of the latest count; both are null until something is done in measurable time.
     """
 
-    phase: str = Field(description="'scan', 'parse' or 'embed'.")
+    phase: str = Field(description="'scan', 'parse', 'embed' or 'graph'.")
     done: int
     total: int | None
     """Null while the scan is still counting."""
@@ -213,7 +213,8 @@ class StatusResponse(BaseModel):
     chunks: int
     indexing: bool
     progress: IndexProgress | None = None
-    """How far the running pass is; its shape is in the tool's output schema (decision 0008)."""
+    """How far the running pass is, or the approximate vector index being built after it (phase
+    ``graph``); its shape is in the tool's output schema (decision 0008)."""
     last_index_at: str | None
     last_pass_seconds: float | None
     semantic: str

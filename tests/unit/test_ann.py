@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +23,13 @@ from kbseek.documents import Chunk
 from kbseek.embed.base import VectorPart
 from kbseek.embed.pair import concatenate
 from kbseek.errors import ConfigError
-from kbseek.facade.semantic import SemanticLeg
+from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.search.ann import ApproximateIndex, open_vector_index, quantize, suits, wants_approximate
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord, Store
 from kbseek.store.sqlite import SqliteStore
 from tests.fakes import FakeEmbedder
+from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 
 DIM = 48
 PER_DOCUMENT = 100
@@ -371,3 +374,124 @@ def test_the_semantic_leg_switches_kind_when_the_knowledge_base_crosses_the_thre
     leg.vectors_changed(rebuilt=False)
     assert isinstance(leg.dense, DenseIndex) and len(leg.dense) == 1_100
     assert not (corpus.folder / ann.META_FILENAME).exists()
+
+
+def _pages_that_stop(
+    store: Store, after: int, stop: Callable[[], None]
+) -> Callable[..., Iterator[tuple[np.ndarray, np.ndarray]]]:
+    """``store.vector_pages``, calling ``stop`` once ``after`` pages are out: a build cut off midway."""
+    pages = store.vector_pages
+
+    def cut(dim: int, *, page: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for i, item in enumerate(pages(dim, page=page)):
+            if i == after:
+                stop()
+            yield item
+
+    return cut
+
+
+def test_while_the_graph_is_built_searches_keep_the_exact_index_and_status_says_how_far(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(root=corpus.folder, approximate_above=3_000)
+    leg = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    leg.load()
+    corpus.add(1)  # 3,100 vectors: past the threshold, so the next catch-up builds the graph
+    monkeypatch.setattr(ann, "PAGE", 1_000)
+    halfway, finish = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        halfway.set()
+        finish.wait(30)
+
+    monkeypatch.setattr(corpus.store, "vector_pages", _pages_that_stop(corpus.store, 2, hold))
+    builder = threading.Thread(target=leg.vectors_changed, kwargs={"rebuilt": False})
+    builder.start()
+    try:
+        assert halfway.wait(30)
+        assert isinstance(leg.dense, DenseIndex) and len(leg.dense) == 3_000  # what searches use meanwhile
+        state, embedded, note = leg.for_status(3_100, indexing=False)
+        assert state is SemanticState.PARTIAL and embedded == 3_000
+        assert (
+            note is not None
+            and "building the approximate vector index: graph 2000/3100 vectors (64%)" in note
+        )
+        assert "sees the 3000 vectors it had" in note
+        assert leg.building is not None and leg.building.progress.phase == "graph"
+    finally:
+        finish.set()
+        builder.join(30)
+    assert isinstance(leg.dense, ApproximateIndex) and len(leg.dense) == 3_100
+    assert leg.building is None and leg.for_status(3_100, indexing=False)[0] is SemanticState.OK
+
+
+def test_a_build_cut_off_midway_is_built_again_at_the_next_start(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(root=corpus.folder, approximate_above=2_000)
+    monkeypatch.setattr(ann, "PAGE", 1_000)
+
+    def crash() -> None:
+        raise SystemExit("the process stopped here")  # nothing after this line runs, as after a kill
+
+    monkeypatch.setattr(corpus.store, "vector_pages", _pages_that_stop(corpus.store, 1, crash))
+    first = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    with pytest.raises(SystemExit):
+        first.load()
+    assert not (corpus.folder / ann.META_FILENAME).exists()  # no half graph was published
+    monkeypatch.undo()
+    monkeypatch.setattr(ann, "PAGE", 1_000)
+    heard: list[str] = []
+    second = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    monkeypatch.setattr(
+        SemanticLeg,
+        "building",
+        property(lambda self: None, lambda self, b: b and heard.append(b.note())),
+        raising=False,
+    )
+    second.load()
+    assert isinstance(second.dense, ApproximateIndex) and len(second.dense) == 3_000
+    assert not second.dense.loaded_from_disk
+    assert heard[0].startswith("building the approximate vector index: graph 0/3000 vectors (0%)")
+    assert "searches match by keywords only" in heard[0] and "graph 3000/3000" in heard[-1]
+    monkeypatch.undo()
+    third = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    third.load()
+    assert isinstance(third.dense, ApproximateIndex) and third.dense.loaded_from_disk  # saved once whole
+
+
+def test_index_status_reports_the_graph_build_as_progress_and_says_what_searches_get(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy_fixture(EXAMPLE_KB, tmp_path / "kb")  # 74 chunks
+    settings = Settings(root=tmp_path / "kb", freshness_interval_s=0.0, approximate_above=20)
+    with KnowledgeBase(settings=settings, embedder=FakeEmbedder()) as kb:
+        kb.load_semantic()  # an empty index: an exact one with no vectors
+        store = kb.retrieval().store
+        monkeypatch.setattr(ann, "PAGE", 10)
+        halfway, finish = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            halfway.set()
+            finish.wait(30)
+
+        monkeypatch.setattr(store, "vector_pages", _pages_that_stop(store, 1, hold))
+        first_pass = threading.Thread(target=kb.index)
+        first_pass.start()
+        try:
+            assert halfway.wait(60)
+            status = kb.status()
+            assert status.progress is not None and status.progress.phase == "graph"
+            assert status.progress.unit == "vectors" and status.progress.done == 10
+            assert status.semantic == "partial" and status.embedded == 0
+            assert any("searches match by keywords only" in n for n in status.notes)
+            meanwhile = kb.search(QUERIES[0])  # keywords answer, and say why
+            assert meanwhile.hits and meanwhile.legs.semantic == "partial"
+            assert any("vector index is being built" in n for n in meanwhile.notes)
+        finally:
+            finish.set()
+            first_pass.join(60)
+        status = kb.status()
+        assert status.semantic == "ok" and (status.progress is None or status.progress.phase != "graph")
+        assert isinstance(kb.retrieval().dense, ApproximateIndex)

@@ -425,7 +425,8 @@ class IndexRunner:
         facts = status.StatusFacts(
             root=active.settings.root, index_path=store.location, documents=docs, chunks=chunks,
             skipped=store.skipped(), warnings=[(d.path, w) for d in store.documents() for w in d.warnings],
-            last_pass_at=store.meta().last_pass_at, indexing=indexing, progress=self.progress,
+            last_pass_at=store.meta().last_pass_at, indexing=indexing,
+            progress=building.progress if (building := semantic.building) is not None else self.progress,
             last_pass_seconds=last.seconds if last else None, semantic=state, embedded=embedded,
             semantic_note=note, semantic_error=semantic.error,
             model=semantic.embedder.model_id if semantic.embedder else None, watcher=self.watcher_state,

@@ -38,6 +38,7 @@ from kbseek.embed.base import Embedder, EmbedderSpec, embed_queries
 from kbseek.embed.factory import make_embedder
 from kbseek.errors import KbError
 from kbseek.ingest.indexer import EmbedFn, ModelSwitch
+from kbseek.progress import ProgressSnapshot, ProgressTracker
 from kbseek.search import ranker
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
@@ -123,6 +124,28 @@ _NOT_RESOLVED = object()
 """What ``_resolved_for`` holds before the leg first decided which model answers."""
 
 
+@dataclass(frozen=True)
+class GraphBuild:
+    """An approximate graph being built from the store's vectors, and what searches use meanwhile.
+
+    A first index of a large knowledge base builds its graph after the pass has embedded every
+    chunk (``_catch_up``), and a start after a crash midway builds it again (nothing is saved until
+    it is whole, ``ApproximateIndex.open``): 40 minutes at a million vectors on two cores. Searches
+    keep the dense index they had, and ``index_status`` says so with the build's progress.
+    """
+
+    progress: ProgressSnapshot
+    had: int
+    """Vectors in the dense index searches use until the graph is ready (0: keywords only)."""
+
+    def note(self) -> str:
+        meanwhile = (
+            f"until it is ready semantic search sees the {counted(self.had, 'vector')} it had"
+            if self.had else "until it is ready searches match by keywords only"
+        )  # fmt: skip
+        return f"building the approximate vector index: {self.progress.describe()}; {meanwhile}"
+
+
 class SemanticLeg:
     """The embedder and dense index of one knowledge base, loaded on demand, and their honest state."""
 
@@ -162,6 +185,8 @@ class SemanticLeg:
         self._lock = threading.Lock()
         self._catching_up = threading.Lock()
         self._settled = threading.Event()
+        self.building: GraphBuild | None = None
+        """How far the approximate graph being built is; ``None`` when none is being built."""
 
     # -- loading -----------------------------------------------------------------------------------
 
@@ -260,14 +285,23 @@ class SemanticLeg:
         return _Answering(old, spec, recorded.spec)
 
     def _open_index(self, answering: _Answering) -> VectorIndex:
+        """The dense index of ``answering``'s vectors, built if need be, which :attr:`building`
+        reports as it goes; searches meanwhile use :attr:`dense` as it is (``None``: keywords)."""
         embedder = answering.embedder
         parts = self._parts if answering.spec is None else tuple(p.dim for p in answering.spec.parts)
         parts = parts if sum(parts) == embedder.dim else ()
-        # A process with no index folder is read-only: it never builds the store's vector index.
-        return open_dense_index(
-            self._store, embedder.dim, approximate_above=self._approximate_above, folder=self._folder,
-            parts=parts, builds=self._folder is not None,
-        )  # fmt: skip
+        tracker, had = ProgressTracker(), len(self.dense) if self.dense is not None else 0
+
+        def heard(done: int, total: int) -> None:
+            self.building = GraphBuild(tracker.update("graph", done, total), had)
+
+        try:  # a process with no index folder is read-only: it never builds the store's vector index
+            return open_dense_index(
+                self._store, embedder.dim, approximate_above=self._approximate_above, folder=self._folder,
+                parts=parts, builds=self._folder is not None, progress=heard,
+            )  # fmt: skip
+        finally:
+            self.building = None
 
     @property
     def untouched(self) -> bool:
@@ -386,6 +420,8 @@ class SemanticLeg:
         """The state of the leg itself; ``PARTIAL`` is decided by a response that knows the counts."""
         if self.embedder is None:
             return SemanticState.OFF
+        if self._phase is _Phase.READY and self.dense is None and self.building is not None:
+            return SemanticState.PARTIAL  # a first graph being built: keywords until it is ready
         if self._phase is _Phase.FAILED or (self._phase is _Phase.READY and self.dense is None):
             return SemanticState.UNAVAILABLE
         if self._phase is _Phase.READY:
@@ -442,8 +478,11 @@ class SemanticLeg:
             return SemanticState.OFF, None, None
         if self._phase is _Phase.FAILED:
             return SemanticState.UNAVAILABLE, None, None  # the error is in the notes already
+        building = self.building
         if self._phase is _Phase.LOADING:
-            return SemanticState.LOADING, self._store.embedded_count(), None
+            return SemanticState.LOADING, self._store.embedded_count(), building.note() if building else None
+        if building is not None and self._phase is _Phase.READY:
+            return SemanticState.PARTIAL, self.covered(chunks) or 0, building.note()
         if self._phase is _Phase.READY and self.dense is None:
             return SemanticState.UNAVAILABLE, None, None  # the error says the switch and how far it is
         switching = self.switch_note()

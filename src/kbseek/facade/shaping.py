@@ -322,6 +322,9 @@ def semantic_for_search(
     if state is SemanticState.UNAVAILABLE:
         note = f"semantic search is unavailable, results are lexical only: {error}"
         return state, note, "semantic_unavailable"
+    if state is SemanticState.PARTIAL:  # the leg says so itself only while a first vector index is built
+        note = "the vector index is being built (index_status says how far): these results are lexical only"
+        return state, note, "semantic_partial"
     if state is SemanticState.OK and summary.embedded is not None and summary.embedded < summary.chunks:
         note = (
             f"semantic search covers {summary.embedded} of {counted(summary.chunks, 'chunk')} so far"

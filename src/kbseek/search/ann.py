@@ -35,7 +35,7 @@ import secrets
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -122,21 +122,32 @@ def quantize(matrix: npt.NDArray[np.float32]) -> Int8Matrix:
     return np.rint(matrix * scale).astype(np.int8)
 
 
+BuildProgress = Callable[[int, int], None]
+"""Hears (vectors in the graph so far, vectors to put in it) while a graph is built."""
+
+
 def wants_approximate(vectors: int, approximate_above: int) -> bool:
     """Whether ``vectors`` chunk vectors call for the approximate index (``approximate_above == 0``: always)."""
     return approximate_above == 0 or vectors > approximate_above
 
 
 def open_vector_index(
-    store: Store, dim: int, *, approximate_above: int, folder: Path | None, parts: Sequence[int] = ()
+    store: Store,
+    dim: int,
+    *,
+    approximate_above: int,
+    folder: Path | None,
+    parts: Sequence[int] = (),
+    progress: BuildProgress | None = None,
 ) -> VectorIndex:
     """The dense index for the store's vectors now: exact up to ``approximate_above``, approximate above.
 
     ``folder`` is where an approximate index is saved (``None``: in memory only, as a read-only
-    knowledge base has it); ``parts`` the lengths of concatenated models' vectors (``embed.pair``).
+    knowledge base has it); ``parts`` the lengths of concatenated models' vectors (``embed.pair``);
+    ``progress`` hears how far a graph being built is.
     """
     if wants_approximate(store.embedded_count(), approximate_above):
-        return ApproximateIndex.open(dim, store, folder=folder, parts=parts)
+        return ApproximateIndex.open(dim, store, folder=folder, parts=parts, progress=progress)
     if folder is not None:
         discard_saved(folder)  # a graph left from when the index was larger would only grow stale
     exact = DenseIndex(dim)
@@ -217,8 +228,14 @@ class ApproximateIndex:
         folder: Path | None = None,
         parts: Sequence[int] = (),
         params: HnswParams | None = None,
+        progress: BuildProgress | None = None,
     ) -> ApproximateIndex:
-        """The index of ``store``'s vectors: the saved graph brought up to date, or a new one built."""
+        """The index of ``store``'s vectors: the saved graph brought up to date, or a new one built.
+
+        Nothing is saved until the graph is whole, so a process stopped midway (a crash, a kill)
+        leaves no graph, or the last whole one, and the next start builds or catches up from the
+        store: the vectors are there, only the graph is missing.
+        """
         index = cls(dim, store, folder=folder, parts=parts, params=params)
         with index._writing:
             restored = index._restore(store)
@@ -226,7 +243,7 @@ class ApproximateIndex:
             index.loaded_from_disk = True
             index.refresh(store)
         else:
-            index.reload(store)
+            index.reload(store, progress)
         return index
 
     def _new_graph(self, width: int) -> Index:
@@ -244,19 +261,26 @@ class ApproximateIndex:
         """What the graphs hold in memory (vectors and links), as usearch counts it."""
         return sum(int(g.memory_usage) for g in self._graphs)
 
-    def reload(self, store: Store) -> None:
+    def reload(self, store: Store, progress: BuildProgress | None = None) -> None:
         """Build new graphs from the store, a page at a time, and swap them in; then save them.
 
         Searches use the old graphs until the swap. Used when every vector was made again under the
         same rowids (a refresh, which trusts that a kept rowid keeps its vector, would miss that).
+        ``progress`` hears (vectors added, vectors in the store) after each page.
         """
         with self._writing:
             self._store = store
             graphs = [self._new_graph(w) for _, w in self._slices]
             seen: list[np.ndarray] = []
+            total, done = store.embedded_count(), 0
+            if progress is not None:
+                progress(0, total)
             for ids, matrix in store.vector_pages(self.dim, page=PAGE):
                 self._add(graphs, ids, matrix, locked=False)
                 seen.append(ids)
+                done += len(ids)
+                if progress is not None:
+                    progress(done, max(total, done))
             ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
             with self._lock:
                 self._graphs, self._ids = graphs, ids

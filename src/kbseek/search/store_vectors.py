@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbseek.search.ann import open_vector_index, wants_approximate
+from kbseek.search.ann import BuildProgress, open_vector_index, wants_approximate
 from kbseek.search.ann import suits as suits_in_process
 from kbseek.search.dense import VectorIndex
 from kbseek.store.base import Store
@@ -42,17 +42,21 @@ def open_dense_index(
     folder: Path | None,
     parts: Sequence[int] = (),
     builds: bool = False,
+    progress: BuildProgress | None = None,
 ) -> VectorIndex:
     """The dense index for the store's vectors now: as ``ann.open_vector_index``, except that past the
     threshold a store offering nearest vectors answers itself.
 
     ``builds``: this process writes the index, so it builds the store's approximate index when it is
     missing (before answering: searches meanwhile use the index the caller holds). A reader never
-    builds; it searches exactly in the store until the writer's index is there.
+    builds; it searches exactly in the store until the writer's index is there. ``progress`` hears
+    how far an in-process graph being built is (the store builds its own index out of sight).
     """
     if offers_nearest(store, parts) and wants_approximate(store.embedded_count(), approximate_above):
         return StoreVectorIndex(store, dim, builds=builds)
-    return open_vector_index(store, dim, approximate_above=approximate_above, folder=folder, parts=parts)
+    return open_vector_index(
+        store, dim, approximate_above=approximate_above, folder=folder, parts=parts, progress=progress
+    )
 
 
 def suits(index: VectorIndex, approximate_above: int, size: int | None = None) -> bool:

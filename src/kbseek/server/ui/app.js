@@ -369,7 +369,12 @@ async function refreshStatus() {
       watcherSpan(s),
       el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
     ];
-    if (s.indexing) {
+    if (s.progress && s.progress.phase === "graph") {
+      // The approximate vector index is being built: search by meaning waits for it (the note says what it sees).
+      const p = s.progress;
+      parts.push(el("span", "busy", ` · building the vector index ${p.done}/${p.total}` +
+        (p.eta !== null ? ` (${Math.ceil(p.eta / 60)} min left)` : "")));
+    } else if (s.indexing) {
       const p = s.progress;
       const done = p && p.total ? ` ${p.phase} ${p.done}/${p.total}` : "";
       parts.push(el("span", "busy", ` · indexing${done}`));
