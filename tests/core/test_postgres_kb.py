@@ -18,6 +18,9 @@ from kbseek.errors import ConfigError
 from tests import postgres_server
 from tests.fakes import FakeEmbedder
 
+psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
+from kbseek.store import postgres_vectors  # noqa: E402
+
 QUERIES = ("rollback load balancer", "猫の写真", "kitten pictures channel", "on-call handover")
 
 
@@ -94,6 +97,28 @@ def test_an_index_copied_into_postgres_and_back_answers_the_same_without_embeddi
     finally:
         for kb in (original, copied, returned):
             kb.close()
+
+
+@pytest.mark.parametrize("above", [0, 100_000])
+def test_a_copy_past_the_threshold_gets_its_vector_index_so_a_reader_never_scans_every_vector(
+    kb_root: Path, above: int
+) -> None:
+    original = KnowledgeBase(
+        settings=Settings(root=kb_root, freshness_interval_s=0.0, approximate_above=above),
+        embedder=FakeEmbedder(),
+    )
+    try:
+        original.load_semantic()
+        original.index()
+        name = postgres_server.kb_name(f"copyix{above}")
+        report = original.copy_index(postgres_server.url(), kb_name=name)
+    finally:
+        original.close()
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"SET search_path TO kbseek_{name}")
+        built = postgres_vectors.vector_indexes(conn)
+    assert report.vector_index is (above == 0)
+    assert built == ({FakeEmbedder().dim: True} if above == 0 else {})
 
 
 def test_the_store_copy_command_says_where_without_the_password(kb_root: Path, tmp_path: Path) -> None:

@@ -226,7 +226,7 @@ def test_an_invalid_index_left_by_a_cut_off_build_is_ignored_then_rebuilt(store:
         conn.execute(f"SET search_path TO {store.schema}, public")
         conn.execute(
             f"CREATE INDEX {postgres_vectors.index_name(DIM)} ON embeddings"
-            f" USING hnsw ((vector::vector({DIM})) vector_cosine_ops) WHERE vector_dims(vector) = {DIM}"
+            f" USING hnsw ((vector::halfvec({DIM})) halfvec_cosine_ops) WHERE vector_dims(vector) = {DIM}"
         )
         conn.execute(
             "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
@@ -238,6 +238,39 @@ def test_an_invalid_index_left_by_a_cut_off_build_is_ignored_then_rebuilt(store:
     assert [r for r, _ in store.nearest_vectors(q, 10)] == [r for r, _ in exact.search(q, 10)]
     assert store.build_vector_index(DIM) is True
     assert _indexes(store) == {DIM: True}
+
+
+def test_an_index_an_earlier_version_built_serves_until_the_writer_builds_the_halfvec_one(
+    store: PostgresStore,
+) -> None:
+    """Indexes built before decision 0045 are over ``vector`` with pgvector's default shape: searches
+    use one (wider) until the writer's next build has made the ``halfvec`` one, which replaces it."""
+    _fill(store, 2_000)
+    legacy = postgres_vectors.index_name(DIM, half=False)
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {store.schema}, public")
+        conn.execute(
+            f"CREATE INDEX {legacy} ON embeddings USING hnsw ((vector::vector({DIM})) vector_cosine_ops)"
+            f" WHERE vector_dims(vector) = {DIM}"
+        )
+    exact = _exact(store)
+
+    def recall() -> float:
+        found = []
+        for q in _queries(30):
+            want = {r for r, _ in exact.search(q, 10)}
+            found.append(len(want & {r for r, _ in store.nearest_vectors(q, 10)}) / 10)
+        return float(np.mean(found))
+
+    def kinds() -> list[tuple[str, bool]]:
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {store.schema}, public")
+            return sorted((i.name, i.valid) for i in postgres_vectors.graph_indexes(conn))
+
+    assert kinds() == [(legacy, True)] and recall() >= 0.95
+    assert store.build_vector_index(DIM) is True
+    assert kinds() == [(postgres_vectors.index_name(DIM), True)]  # the new kind, and the old one dropped
+    assert postgres_vectors.index_name(DIM).endswith("_half") and recall() >= 0.95
 
 
 def test_the_store_index_is_chosen_above_the_threshold_and_built_only_by_a_writer(

@@ -438,7 +438,8 @@ def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
     """
     r = kb.copy_index(to, kb_name=to_name)
     click.echo(f"copied {counted(r.documents, 'document')}, {counted(r.chunks, 'chunk')} and "
-               f"{counted(r.vectors, 'vector')} to {r.location}")  # fmt: skip
+               f"{counted(r.vectors, 'vector')} to {r.location}"
+               + ("; built its approximate vector index" if r.vector_index else ""))  # fmt: skip
 
 
 @cli.command("get")

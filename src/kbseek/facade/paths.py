@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import platformdirs
@@ -35,8 +36,11 @@ from kbseek.config import Settings
 from kbseek.errors import ConfigError, IndexReadOnly
 from kbseek.ingest.copying import CopyReport, copy_index
 from kbseek.ingest.filenames import INDEX_DIRNAME
+from kbseek.search.ann import wants_approximate
+from kbseek.search.store_vectors import offers_nearest
 from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
+from kbseek.store.nearest import NearestVectors
 from kbseek.store.opening import is_database_url, kb_name_of, open_store
 
 log = logging.getLogger(__name__)
@@ -231,6 +235,15 @@ def copy_index_to(source: Store, to: str, *, kb_name: str | None, settings: Sett
     name = kb_name or settings.kb_name or kb_name_of(files_of(settings))
     target = open_store(url, sqlite_file=file, kb_name=name, read_only=False)
     try:
-        return copy_index(source, target)
+        report = copy_index(source, target)
+        recorded = target.meta().embedding
+        # A reader of the copy must not scan every vector until some writer starts: a store that
+        # answers the dense leg itself gets its index now, as the writer would build it (decision 0045).
+        if (
+            recorded is not None and recorded.dim and isinstance(target, NearestVectors)
+            and offers_nearest(target) and wants_approximate(report.vectors, settings.approximate_above)
+        ):  # fmt: skip
+            report = replace(report, vector_index=target.build_vector_index(recorded.dim))
+        return report
     finally:
         target.close()

@@ -32,6 +32,9 @@ class CopyReport:
     vectors: int
     location: str
     """Where the copy went, as the target store names it (a URL without its password)."""
+    vector_index: bool = False
+    """Whether the target's own approximate vector index was built after the copy (PostgreSQL past
+    ``[index].approximate_above``), so its readers search a graph from the start."""
 
 
 def copy_index(source: Store, target: Store) -> CopyReport:

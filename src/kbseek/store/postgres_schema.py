@@ -353,8 +353,9 @@ statement, which is why each one is used only from its own version on."""
 
 PGVECTOR_HALFVEC = PgvectorVersion(0, 7, 0)
 """0.7.0 added ``halfvec`` (half-precision vectors, half the index size), ``sparsevec`` and bit
-vectors. kbseek stores ``vector`` (float4) and uses none of them: a change that does must check this
-version first, as :data:`PGVECTOR_ITERATIVE_SCAN` is checked."""
+vectors. kbseek stores ``vector`` (float4); from this version its approximate index is over
+``vector::halfvec(d)`` (``postgres_vectors``, decision 0045), half the memory of a ``vector`` one,
+and a search still scores the float4 vectors it returns."""
 
 PGVECTOR_ITERATIVE_SCAN = PgvectorVersion(0, 8, 0)
 """0.8.0 added iterative index scans (``hnsw.iterative_scan``, ``hnsw.max_scan_tuples``): a filtered

@@ -27,6 +27,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,22 +36,35 @@ from pgvector import Vector
 from psycopg.rows import TupleRow
 
 from kbseek.store import postgres_schema
-from kbseek.store.postgres_schema import PGVECTOR_ITERATIVE_SCAN, PGVECTOR_MINIMUM, PgvectorVersion
+from kbseek.store.postgres_schema import (
+    PGVECTOR_HALFVEC,
+    PGVECTOR_ITERATIVE_SCAN,
+    PGVECTOR_MINIMUM,
+    PgvectorVersion,
+)
 
 Conn = psycopg.Connection[TupleRow]
 
 log = logging.getLogger(__name__)
 
 INDEX_PREFIX = "embeddings_hnsw_"
-"""Every approximate index is named this plus its dimension, so one of another dimension is found."""
+"""Every approximate index is named this plus its dimension (and ``_half`` for a ``halfvec`` one), so
+one of another dimension or kind is found."""
 
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
-"""The graph's shape: pgvector's defaults, measured with ``benchmarks/pg_vectors.py`` (decision 0032)."""
+HALF_SUFFIX = "_half"
 
-EF_SEARCH = 400
+HNSW_M = 24
+HNSW_EF_CONSTRUCTION = 100
+"""The graph's shape, measured with ``benchmarks/pg_vectors.py`` (decision 0045): at 250,000 vectors
+pgvector's defaults (16, 64) reach recall@10 0.95 only at ``ef_search`` 400, this one at 200."""
+
+EF_SEARCH = 200
 """Breadth of a query's search in the graph (never below the number asked for): measured for
-recall@10 >= 0.95 against exact search (decision 0032)."""
+recall@10 >= 0.95 against exact search (decision 0045)."""
+
+EF_SEARCH_DEFAULT_SHAPE = 400
+"""The breadth for an index built with pgvector's default shape by an earlier kbseek (decision 0032),
+until the writer builds the current one."""
 
 EF_SEARCH_MAX = 1_000
 """pgvector's upper bound for ``hnsw.ef_search``."""
@@ -76,31 +90,61 @@ does not fit is built on disk, several times slower. The server's setting is lef
 _CHUNK_VECTORS = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 
 
-def index_name(dim: int) -> str:
-    return f"{INDEX_PREFIX}{int(dim)}"
+def index_name(dim: int, *, half: bool = True) -> str:
+    """The index of vectors of ``dim``: ``half`` a ``halfvec`` one (pgvector 0.7.0 on), else ``vector``."""
+    return f"{INDEX_PREFIX}{int(dim)}{HALF_SUFFIX if half else ''}"
 
 
-def vector_indexes(conn: Conn) -> dict[int, bool]:
-    """The approximate indexes on ``embeddings`` in this schema: dimension -> valid (usable).
+@dataclass(frozen=True)
+class GraphIndex:
+    """One approximate index on ``embeddings``: the vectors' dimension, its kind, whether usable."""
 
-    A build cut off midway (``CREATE INDEX CONCURRENTLY`` killed) leaves an invalid index that the
-    planner ignores; the next build drops it.
-    """
+    dim: int
+    half: bool
+    """Built over ``vector::halfvec(d)`` (half the size; decision 0045), else ``vector::vector(d)``."""
+    valid: bool
+    """A build cut off midway (``CREATE INDEX CONCURRENTLY`` killed) leaves an invalid index that the
+    planner ignores; the next build drops it."""
+
+    @property
+    def name(self) -> str:
+        return index_name(self.dim, half=self.half)
+
+
+def graph_indexes(conn: Conn) -> list[GraphIndex]:
+    """The approximate indexes on ``embeddings`` in this schema."""
     rows = conn.execute(
         "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
         " WHERE i.indrelid = 'embeddings'::regclass AND starts_with(c.relname, %s)",
         (INDEX_PREFIX,),
     ).fetchall()
-    out: dict[int, bool] = {}
+    out = []
     for name, valid in rows:
         suffix = str(name)[len(INDEX_PREFIX) :]
-        if suffix.isdigit():
-            out[int(suffix)] = bool(valid)
+        half = suffix.endswith(HALF_SUFFIX)
+        digits = suffix.removesuffix(HALF_SUFFIX)
+        if digits.isdigit():
+            out.append(GraphIndex(int(digits), half, bool(valid)))
     return out
 
 
+def vector_indexes(conn: Conn) -> dict[int, bool]:
+    """Dimension -> whether a valid approximate index of it exists (any kind)."""
+    out: dict[int, bool] = {}
+    for index in graph_indexes(conn):
+        out[index.dim] = out.get(index.dim, False) or index.valid
+    return out
+
+
+def usable_index(conn: Conn, dim: int) -> GraphIndex | None:
+    """The index a search of ``dim`` uses: a valid ``halfvec`` one, else a valid ``vector`` one an earlier
+    kbseek built (searches go on from it while the writer builds the current kind)."""
+    valid = [i for i in graph_indexes(conn) if i.dim == dim and i.valid]
+    return max(valid, key=lambda i: i.half, default=None)
+
+
 def index_ready(conn: Conn, dim: int) -> bool:
-    return vector_indexes(conn).get(dim, False)
+    return usable_index(conn, dim) is not None
 
 
 def installed_version(conn: Conn) -> PgvectorVersion:
@@ -161,12 +205,17 @@ def nearest(
     version = installed_version(conn) if pgvector is None else pgvector
     iterative = version >= PGVECTOR_ITERATIVE_SCAN
     with conn.transaction():
-        use_index = index_ready(conn, dim) if approximate is None else approximate
+        graph = usable_index(conn, dim) if approximate is not False else None
         rows: list[TupleRow] | None = None
-        if use_index and version >= PGVECTOR_MINIMUM and (wanted is None or len(wanted) > EXACT_FILTER_MAX):
-            breadth = ef_search if wanted is None or iterative else EF_SEARCH_MAX
+        if (
+            graph is not None
+            and version >= PGVECTOR_MINIMUM
+            and (wanted is None or len(wanted) > EXACT_FILTER_MAX)
+        ):
+            breadth = ef_search if graph.half else max(ef_search, EF_SEARCH_DEFAULT_SHAPE)
+            breadth = breadth if wanted is None or iterative else EF_SEARCH_MAX
             rows = _approximate_rows(
-                conn, q, k, wanted, min(max(breadth, k), EF_SEARCH_MAX), iterative=iterative
+                conn, q, k, wanted, min(max(breadth, k), EF_SEARCH_MAX), iterative=iterative, half=graph.half
             )
         if rows is None:
             rows = _exact_rows(conn, q, k, wanted)
@@ -185,7 +234,14 @@ def _exact_rows(conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None) -> 
 
 
 def _approximate_rows(
-    conn: Conn, q: np.ndarray, k: int, wanted: list[int] | None, ef_search: int, *, iterative: bool
+    conn: Conn,
+    q: np.ndarray,
+    k: int,
+    wanted: list[int] | None,
+    ef_search: int,
+    *,
+    iterative: bool,
+    half: bool,
 ) -> list[TupleRow] | None:
     """The chunks of the ``k`` nearest used hashes by the graph; ``None`` when a filtered scan gave
     up before finding ``k`` (the caller answers exactly instead). ``iterative``: pgvector has
@@ -200,7 +256,7 @@ def _approximate_rows(
     else:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
     params: dict[str, Any] = {"q": Vector(q), "k": k, "allowed": wanted}
-    statement = approximate_statement(dim, filtered=wanted is not None)
+    statement = approximate_statement(dim, filtered=wanted is not None, half=half)
     with conn.cursor(binary=True) as cur:
         rows = cur.execute(statement, params).fetchall()
     if wanted is not None and len({r[2] for r in rows}) < min(k, len(wanted)):
@@ -208,8 +264,11 @@ def _approximate_rows(
     return rows
 
 
-def approximate_statement(dim: int, *, filtered: bool) -> str:
+def approximate_statement(dim: int, *, filtered: bool, half: bool = True) -> str:
     """The graph search: the ``k`` nearest hashes some (allowed) chunk uses, then those chunks.
+
+    ``half``: the index is over ``halfvec`` (the expression must be the index's, or the planner
+    scans); the vectors returned are the stored float4 ones, which the caller scores exactly.
 
     A scalar subquery, not ``EXISTS``: the planner turns ``EXISTS`` into a semi-join that drains the
     whole index scan before the ``LIMIT``; a subquery stays a per-row filter, which the iterative
@@ -217,12 +276,13 @@ def approximate_statement(dim: int, *, filtered: bool) -> str:
     """
     allowed = " AND c.id = ANY(%(allowed)s::bigint[])" if filtered else ""
     d = int(dim)
+    kind = "halfvec" if half else "vector"
     return f"""
         WITH near AS MATERIALIZED (
             SELECT e.content_hash, e.vector FROM embeddings e
             WHERE vector_dims(e.vector) = {d}
               AND (SELECT true FROM chunks c WHERE c.content_hash = e.content_hash{allowed} LIMIT 1)
-            ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s
+            ORDER BY e.vector::{kind}({d}) <=> %(q)s::vector({d})::{kind}({d}) LIMIT %(k)s
         )
         SELECT c.id, near.vector, near.content_hash FROM near JOIN chunks c ON c.content_hash = near.content_hash
         {"WHERE true" + allowed if filtered else ""}
@@ -259,35 +319,48 @@ def build_index(conn: Conn, dim: int, lock: tuple[int, int]) -> bool:
 
 
 def _build(conn: Conn, dim: int) -> bool:
+    """Build the current kind of index for ``dim`` if no valid one exists, then drop the others.
+
+    The new index is made before the old one of this dimension is dropped, so searches keep a graph
+    throughout; only invalid indexes and those of other dimensions (whose vectors are gone) are
+    dropped first.
+    """
     version = installed_version(conn)
     if version < PGVECTOR_MINIMUM:  # no HNSW: the store refuses this at open; never build a failing index
         log.warning(
             "pgvector %s has no HNSW index (%s added it): searching exactly", version, PGVECTOR_MINIMUM
         )
         return False
-    for other, valid in vector_indexes(conn).items():
-        if other != dim or not valid:
-            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(other)}")
-    if index_ready(conn, dim):
+    half = version >= PGVECTOR_HALFVEC
+    for index in graph_indexes(conn):
+        if index.dim != dim or not index.valid:
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
+    if any(i.dim == dim and i.half == half and i.valid for i in graph_indexes(conn)):
         return False
     memory = conn.execute(
         "SELECT setting::bigint / 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
     ).fetchone()
+    kind, ops = ("halfvec", "halfvec_cosine_ops") if half else ("vector", "vector_cosine_ops")
     try:
         if memory is not None and int(memory[0]) < BUILD_MEMORY_MB:
             conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY_MB}MB'")
         conn.execute(
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(dim)} ON embeddings"
-            f" USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops)"
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(dim, half=half)} ON embeddings"
+            f" USING hnsw ((vector::{kind}({int(dim)})) {ops})"
             f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
             f" WHERE vector_dims(vector) = {int(dim)}"
         )
     finally:
         conn.execute("RESET maintenance_work_mem")
-    return index_ready(conn, dim)
+    built = any(i.dim == dim and i.half == half and i.valid for i in graph_indexes(conn))
+    if built:
+        for index in graph_indexes(conn):
+            if index.dim == dim and index.half != half:
+                conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
+    return built
 
 
 def drop_indexes(conn: Conn) -> None:
     """Drop every approximate index (concurrently, in autocommit mode): a benchmark's clean start."""
-    for dim in vector_indexes(conn):
-        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(dim)}")
+    for index in graph_indexes(conn):
+        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
