@@ -37,6 +37,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from dense_scale import clustered, write_store
+from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
 from kbseek.store import postgres_vectors
 from kbseek.store.postgres import PostgresStore
@@ -186,7 +187,7 @@ def measure(url: str, args: argparse.Namespace) -> None:
             ("tag even (half)", None, ("even",)),
         )
         for label, prefix, tags in filters:
-            allowed = store.filtered_rowids(prefix, tags) or set()
+            allowed = store.filtered_rowids(SearchFilters(path_prefix=prefix, tags=tags)) or set()
             truth, base = run(
                 lambda q, a=allowed: postgres_vectors.nearest(conn, q, K, allowed=a, approximate=False),
                 queries,

@@ -345,12 +345,21 @@ def test_a_knowledge_base_searched_approximately_answers_the_same_top_hit(kb_roo
     ).exists()  # the approximate graph was saved beside the index
 
 
+def semantic_leg(corpus: Corpus, approximate_above: int) -> SemanticLeg:
+    settings = Settings(root=corpus.folder, approximate_above=approximate_above)
+    return SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+
+
+def loaded_leg(corpus: Corpus, approximate_above: int) -> SemanticLeg:
+    leg = semantic_leg(corpus, approximate_above)
+    leg.load()
+    return leg
+
+
 def test_the_semantic_leg_switches_kind_when_the_knowledge_base_crosses_the_threshold(
     corpus: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings(root=corpus.folder, approximate_above=3_000)
-    leg = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
-    leg.load()
+    leg = loaded_leg(corpus, 3_000)
     assert isinstance(leg.dense, DenseIndex) and len(leg.dense) == 3_000
     corpus.add(1)
     refreshed: list[int] = []
@@ -394,9 +403,7 @@ def _pages_that_stop(
 def test_while_the_graph_is_built_searches_keep_the_exact_index_and_status_says_how_far(
     corpus: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings(root=corpus.folder, approximate_above=3_000)
-    leg = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
-    leg.load()
+    leg = loaded_leg(corpus, 3_000)
     corpus.add(1)  # 3,100 vectors: past the threshold, so the next catch-up builds the graph
     monkeypatch.setattr(ann, "PAGE", 1_000)
     halfway, finish = threading.Event(), threading.Event()
@@ -429,21 +436,20 @@ def test_while_the_graph_is_built_searches_keep_the_exact_index_and_status_says_
 def test_a_build_cut_off_midway_is_built_again_at_the_next_start(
     corpus: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings(root=corpus.folder, approximate_above=2_000)
     monkeypatch.setattr(ann, "PAGE", 1_000)
 
     def crash() -> None:
         raise SystemExit("the process stopped here")  # nothing after this line runs, as after a kill
 
     monkeypatch.setattr(corpus.store, "vector_pages", _pages_that_stop(corpus.store, 1, crash))
-    first = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    first = semantic_leg(corpus, 2_000)
     with pytest.raises(SystemExit):
         first.load()
     assert not (corpus.folder / ann.META_FILENAME).exists()  # no half graph was published
     monkeypatch.undo()
     monkeypatch.setattr(ann, "PAGE", 1_000)
     heard: list[str] = []
-    second = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
+    second = semantic_leg(corpus, 2_000)
     monkeypatch.setattr(
         SemanticLeg,
         "building",
@@ -456,8 +462,7 @@ def test_a_build_cut_off_midway_is_built_again_at_the_next_start(
     assert heard[0].startswith("building the approximate vector index: graph 0/3000 vectors (0%)")
     assert "searches match by keywords only" in heard[0] and "graph 3000/3000" in heard[-1]
     monkeypatch.undo()
-    third = SemanticLeg(FakeEmbedder(dim=DIM, model_id="test:random"), corpus.store, settings, corpus.folder)
-    third.load()
+    third = loaded_leg(corpus, 2_000)
     assert isinstance(third.dense, ApproximateIndex) and third.dense.loaded_from_disk  # saved once whole
 
 
