@@ -5,7 +5,9 @@ Surfaces never rank; they ask :func:`run_search` and shape its result.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,6 +34,9 @@ from kbseek.text.snippets import Snippet, make_snippet
 
 CANDIDATES_PER_LEG = 100
 """How deep each leg looks before fusion; deep enough that de-duplication never starves the result."""
+
+LEG_THREADS = 4
+"""Dense searches in flight at once (a search with ``also`` asks one per phrasing, up to four)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,10 +186,17 @@ def run_search(
     normalise = len(said) > 1
     rows: dict[int, ChunkRow] = {}
     japanese: dict[int, bool] = {}
+    # Each phrasing's nearest vectors are asked for at once, on other threads, while this one runs the
+    # keyword legs: the two wait on different things (a graph or the database, an FTS query), and a
+    # search costs the slower leg rather than the sum (decision 0045).
+    nearest = {
+        i: _legs().submit(_nearest, dense, v, allowed) for i, v in vectors.items() if dense is not None
+    }
+    bridged = _bridge_candidates(store, request, bridge, gated=dense is not None)
     per = [
         replace(
             _rank_one(
-                store, request, compiled[i], dense, vectors.get(i), allowed, normalise=normalise,
+                store, request, compiled[i], dense, nearest.get(i), normalise=normalise,
                 phrasing=phrasings[i], rows=rows, japanese=japanese,
             ),
             absent=_absent_names(store, phrasings[i]),
@@ -192,7 +204,7 @@ def run_search(
         for i in range(len(phrasings))
     ]  # fmt: skip
     first = _bridged(
-        store, request, bridge, per[0].ranked, gated=dense is not None, raw=dense is None and not normalise
+        request, bridged, per[0].ranked, gated=dense is not None, raw=dense is None and not normalise
     )
     ranked = (
         first
@@ -277,10 +289,23 @@ def _reranked(
     return [replace(head[i], score=score) for i, score in placed] + live[len(head) :], scores, None
 
 
+def _bridge_candidates(
+    store: Store, request: SearchRequest, bridge: Bridge, *, gated: bool
+) -> tuple[list[tuple[int, float]], dict[int, float]] | None:
+    """The bridge's keyword candidates and their coverage of the bridged words; ``None`` without a
+    bridge. Asked before the query's own legs are fused, while the dense leg runs on its thread."""
+    if not bridge.groups:
+        return None
+    compiled = CompiledQuery(bridge.terms, ())
+    found = lexical_candidates(
+        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=not gated
+    )
+    return found, bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
+
+
 def _bridged(
-    store: Store,
     request: SearchRequest,
-    bridge: Bridge,
+    bridged: tuple[list[tuple[int, float]], dict[int, float]] | None,
     ranked: list[fusion.Fused],
     *,
     gated: bool,
@@ -294,13 +319,9 @@ def _bridged(
     the same units, a share of the query's own best score (1 when it found nothing); normalising
     the query's ranking instead reorders it (measured: same-language R@1 0.777 → 0.759).
     """
-    if not bridge.groups:
+    if bridged is None:
         return ranked
-    compiled = CompiledQuery(bridge.terms, ())
-    found = lexical_candidates(
-        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=not gated
-    )
-    cov = bridge_coverage(store, bridge, [r for r, _ in found[:COVERAGE_DEPTH]])
+    found, cov = bridged
     weight = request.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
     return fusion.add_bridge(ranked, found, coverage=cov, weight=weight, gated=gated)
 
@@ -310,25 +331,25 @@ def _rank_one(
     request: SearchRequest,
     compiled: CompiledQuery,
     dense: DenseLeg | None,
-    vector: np.ndarray | None,
-    allowed: set[int] | None,
+    nearest: Future[Nearest] | None,
     *,
     normalise: bool,
     phrasing: str,
     rows: dict[int, ChunkRow],
     japanese: dict[int, bool],
 ) -> _Ranked:
-    """Both legs for one phrasing, fused as configured (lexical only without a vector).
+    """Both legs for one phrasing, fused as configured (lexical only without a vector, i.e. without
+    ``nearest``: the dense leg's search for this phrasing, under way on another thread).
 
     ``rows`` caches the chunks read for this search (the language gate reads their text), so the
     hits reuse them; ``japanese`` caches the gate's verdict on each, so the phrasings of one search,
     whose candidates mostly overlap, judge a chunk once.
     """
     lexical = lexical_candidates(
-        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=vector is None
+        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=nearest is None
     )
     cov: dict[int, float] = {}
-    if dense is None or vector is None:
+    if dense is None or nearest is None:
         if not normalise:
             return _Ranked(fusion.lexical_only(lexical), compiled, cov, None)
         cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
@@ -336,12 +357,11 @@ def _rank_one(
             lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov, scale=_scale(request, phrasing)
         )
         return _Ranked(ranked, compiled, cov, None)
+    found = nearest.result()
     if dense.parts:
-        dense_hits = _gated(store, dense, vector, allowed, phrasing, rows, japanese)
+        dense_hits = _gated(store, dense, found.parts, phrasing, rows, japanese)
     else:
-        dense_hits = _on_one_scale(
-            dense.index.search(vector, CANDIDATES_PER_LEG, allowed), dense.similarity_floor
-        )
+        dense_hits = _on_one_scale(found.whole, dense.similarity_floor)
     if dense.fusion == "rrf":
         ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
     else:
@@ -412,17 +432,41 @@ def _absent_names(store: Store, phrasing: str) -> tuple[str, ...]:
     return tuple(n.surface for n in mentioned if n.term not in held)
 
 
+@dataclass(frozen=True)
+class Nearest:
+    """One phrasing's nearest chunk vectors: each model's cosines (``parts``) for a concatenated
+    vector, else one cosine each (``whole``)."""
+
+    whole: list[tuple[int, float]]
+    parts: list[tuple[int, tuple[float, ...]]]
+
+
+def _nearest(dense: DenseLeg, vector: np.ndarray, allowed: set[int] | None) -> Nearest:
+    """The dense index's search for one phrasing, as run on a leg thread (:func:`_legs`)."""
+    if dense.parts:
+        return Nearest(
+            [], dense.index.search_parts(vector, CANDIDATES_PER_LEG, [p.dim for p in dense.parts], allowed)
+        )
+    return Nearest(dense.index.search(vector, CANDIDATES_PER_LEG, allowed), [])
+
+
+@functools.cache
+def _legs() -> ThreadPoolExecutor:
+    """The threads dense searches run on, shared by every search of the process: a store hands each
+    thread its own connection (SQLite) or lends one per call (PostgreSQL), and both indexes are
+    safe to search from several threads."""
+    return ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="kbseek-dense")
+
+
 def _gated(
     store: Store,
     dense: DenseLeg,
-    vector: np.ndarray,
-    allowed: set[int] | None,
+    candidates: list[tuple[int, tuple[float, ...]]],
     phrasing: str,
     rows: dict[int, ChunkRow],
     japanese: dict[int, bool],
 ) -> list[tuple[int, float]]:
     """The dense hits of a concatenated vector: each model's cosine, gated by the chunk's language."""
-    candidates = dense.index.search_parts(vector, CANDIDATES_PER_LEG, [p.dim for p in dense.parts], allowed)
     rows.update(store.chunks_by_rowid([r for r, _ in candidates if r not in rows]))
     for rowid, _ in candidates:
         if rowid not in japanese and rowid in rows:
