@@ -80,7 +80,9 @@ def main() -> None:
     parser.add_argument("--store", default="embedded", help="a postgresql:// URL, or 'embedded' to start one")
     parser.add_argument("--kb-name", default="pg_reader")
     parser.add_argument("--queries", type=int, default=QUERIES)
-    parser.add_argument("--keep", action="store_true", help="reuse the copy an earlier run left (embedded only)")
+    parser.add_argument(
+        "--keep", action="store_true", help="reuse the copy an earlier run left (embedded only)"
+    )
     args = parser.parse_args()
 
     collections = [load("scifact", "train"), load("jsquad-ir", "valid")]
