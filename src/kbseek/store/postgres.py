@@ -544,8 +544,10 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     ) -> list[tuple[int, float]]:
         if self._absent:
             return []
+        counted = self._counts  # as the last search's summary read them: no statement of its own
+        breadth = postgres_vectors.breadth_for(counted[1].chunks if counted is not None else 0)
         with self._reading() as conn:
-            return postgres_vectors.nearest(conn, query, k, allowed=allowed)
+            return postgres_vectors.nearest(conn, query, k, allowed=allowed, ef_search=breadth)
 
     def build_vector_index(self, dim: int) -> bool:
         if self._absent:

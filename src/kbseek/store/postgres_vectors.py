@@ -62,6 +62,18 @@ EF_SEARCH = 200
 """Breadth of a query's search in the graph (never below the number asked for): measured for
 recall@10 >= 0.95 against exact search (decision 0045)."""
 
+EF_SEARCH_LARGE = 400
+"""The breadth past :data:`LARGE` vectors, where recall at 200 falls (decision 0045: 0.852 at a
+million, 0.925 at 400)."""
+
+LARGE = 500_000
+
+
+def breadth_for(vectors: int) -> int:
+    """``hnsw.ef_search`` for an index of about ``vectors`` (the chunks the store last counted)."""
+    return EF_SEARCH if vectors <= LARGE else EF_SEARCH_LARGE
+
+
 EF_SEARCH_DEFAULT_SHAPE = 400
 """The breadth for an index built with pgvector's default shape by an earlier kbseek (decision 0032),
 until the writer builds the current one."""
