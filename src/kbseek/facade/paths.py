@@ -239,9 +239,10 @@ def copy_index_to(source: Store, to: str, *, kb_name: str | None, settings: Sett
         recorded = target.meta().embedding
         # A reader of the copy must not scan every vector until some writer starts: a store that
         # answers the dense leg itself gets its index now, as the writer would build it (decision 0045).
+        parts = [p.dim for p in settings.embed.parts]  # a pair model's readers search in process
         if (
             recorded is not None and recorded.dim and isinstance(target, NearestVectors)
-            and offers_nearest(target) and wants_approximate(report.vectors, settings.approximate_above)
+            and offers_nearest(target, parts) and wants_approximate(report.vectors, settings.approximate_above)
         ):  # fmt: skip
             report = replace(report, vector_index=target.build_vector_index(recorded.dim))
         return report

@@ -113,10 +113,11 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         self._lock_wait = lock_wait
         self._write_lock = threading.Lock()
         self._changed_in_pass = 0
+        """Documents written or deleted by this pass's transactions so far (``postgres_statistics``)."""
         self._commits = 0
         """This process's own commits: with the writers' pass count, what says the counts moved."""
         self._counts: tuple[tuple[str | None, int], Counts] | None = None
-        """Documents written or deleted by this pass's transactions so far (``postgres_statistics``)."""
+        """The last counts, with the (pass count, own commits) they were read at (:meth:`counts`)."""
         self._application = f"kbseek pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._absent = False
         self._url = url
