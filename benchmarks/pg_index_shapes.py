@@ -84,6 +84,15 @@ def search(
     return float(np.percentile(took, 50)), float(np.percentile(took, 95)), float(np.mean(found))
 
 
+def sweep(
+    conn: psycopg.Connection[Any], kind: str, queries: np.ndarray, truth: list[set[int]], breadths: list[int]
+) -> None:
+    """One line per breadth: :func:`search`'s p50, p95 and recall."""
+    for ef in breadths:
+        p50, p95, rec = search(conn, kind, queries, truth, ef)
+        print(f"  ef_search {ef:4}: p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  recall@{K} {rec:.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -117,12 +126,7 @@ def main() -> None:
             size = conn.execute("SELECT pg_size_pretty(pg_relation_size('ix'))").fetchone()[0]
             print(f"{kind} m {m} ef_construction {ef_construction}: build {time.perf_counter() - started:.0f} s, "
                   f"{size}", flush=True)  # fmt: skip
-            for ef in breadths:
-                p50, p95, rec = search(conn, kind, queries, truth, ef)
-                print(
-                    f"  ef_search {ef:4}: p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  recall@{K} {rec:.3f}",
-                    flush=True,
-                )
+            sweep(conn, kind, queries, truth, breadths)
             last = number == len(shapes) - 1
             if not (last and args.held):
                 conn.execute("DROP INDEX ix")
@@ -138,12 +142,7 @@ def main() -> None:
             pages = conn.execute("SELECT pg_prewarm('ix')").fetchone()[0]
             print(f"shared_buffers {conn.execute('SHOW shared_buffers').fetchone()[0]}, index prewarmed: "
                   f"{pages} pages in {time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
-            for ef in breadths:
-                p50, p95, rec = search(conn, kind, queries, truth, ef)
-                print(
-                    f"  ef_search {ef:4}: p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  recall@{K} {rec:.3f}",
-                    flush=True,
-                )
+            sweep(conn, kind, queries, truth, breadths)
         conn.close()
     finally:
         stop()
