@@ -164,7 +164,9 @@ def test_in_chromium_search_in_english_and_japanese_open_a_document_and_markup_s
     page.select_option("#prefix", "runbooks/")
     page.fill("#q", "backups")
     page.press("#q", "Enter")
-    page.wait_for_selector(".hit")
+    # ".hit" alone would match the previous search's hits still on the page; the new list replaces
+    # them at once, so one hit under runbooks/ means the new list is there
+    page.wait_for_selector(".hit > .where:has-text('runbooks/')")
     # a result is a document, its path right under the title; its sections list their lines below
     paths = page.eval_on_selector_all(".hit > .where", "els => els.map(e => e.textContent)")
     assert paths and all(p.startswith("runbooks/") for p in paths)
