@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 CONFORMANCE := conformance/node_modules/.installed
 
-.PHONY: demo demo-team test check lint format bench clean browser wheel-smoke
+.PHONY: demo demo-team test check lint format bench clean browser wheel-smoke docs docs-build
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@ $(STAMP)
+	touch $@ $(STAMP) $(DOCS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/kbseek index --kb examples/kb
@@ -39,14 +39,15 @@ $(TEAM_STAMP): pyproject.toml | $(BIN)/python
 demo-team: $(TEAM_STAMP)
 	$(BIN)/python examples/demo_team.py
 
-# The browser test needs Chromium (and a Japanese font for its screenshot): installed where this runs
+# The browser tests need Chromium and a Japanese font (the page and the site's screenshots show Japanese text,
+# which renders as empty boxes without one): installed where this runs
 # as root with apt (CI), otherwise the test is skipped with a message saying what to install.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium >/dev/null 2>&1 && fc-list :lang=ja 2>/dev/null | grep -q .; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-ipafont-gothic >/dev/null; } \
-	      || echo "note: chromium could not be installed; the browser test will be skipped"; \
-	  else echo "note: chromium is not installed; the browser test will be skipped"; fi; }
+	      || echo "note: chromium and a Japanese font could not be installed; the browser tests may be skipped"; \
+	  else echo "note: chromium or a Japanese font (fonts-ipafont-gothic) is missing: the browser tests skip or show boxes"; fi; }
 
 # The official MCP conformance suite, pinned in conformance/package.json (skipped without npm).
 $(CONFORMANCE): conformance/package.json conformance/package-lock.json
@@ -61,11 +62,33 @@ $(CONFORMANCE): conformance/package.json conformance/package-lock.json
 wheel-smoke: $(DEV_STAMP)
 	$(BIN)/python tests/package/smoke_wheel.py
 
+# The documentation site (docs/, decision 0046): English into build/docs, Japanese into build/docs/ja.
+# -W turns every warning (a broken link, a missing page, an undefined reference, a docstring Sphinx
+# cannot read) into a failure. The English build goes first: the Japanese one links into it.
+DOCS_STAMP := $(VENV)/.installed-docs
+SPHINX := $(BIN)/sphinx-build -q -W --keep-going -b html
+DOCS_PORT ?= 8000
+
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $@ $(STAMP)
+
+docs-build: $(DOCS_STAMP)
+	rm -rf build/docs build/doctrees
+	$(SPHINX) -d build/doctrees/en docs build/docs
+	$(SPHINX) -d build/doctrees/ja docs/ja build/docs/ja
+
+# `make docs`: build the site, then serve it at http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it).
+docs: docs-build
+	@echo "serving build/docs at http://127.0.0.1:$(DOCS_PORT)/ (English) and /ja/ (Japanese)"
+	$(BIN)/python -m http.server --directory build/docs --bind 127.0.0.1 $(DOCS_PORT)
+
 # The wheel smoke test runs before pytest so that pytest's summary stays the run's closing line.
 test: $(DEV_STAMP) browser $(CONFORMANCE)
-	$(BIN)/ruff check src tests benchmarks examples scripts
-	$(BIN)/ruff format --check src tests benchmarks examples scripts
+	$(BIN)/ruff check src tests benchmarks examples scripts docs
+	$(BIN)/ruff format --check src tests benchmarks examples scripts docs
 	$(BIN)/mypy
+	$(MAKE) --no-print-directory docs-build
 	$(MAKE) --no-print-directory wheel-smoke
 	$(BIN)/pytest
 
@@ -75,14 +98,14 @@ test: $(DEV_STAMP) browser $(CONFORMANCE)
 FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py
 
 check: $(DEV_STAMP)
-	$(BIN)/ruff check src tests benchmarks examples scripts
-	$(BIN)/ruff format --check src tests benchmarks examples scripts
+	$(BIN)/ruff check src tests benchmarks examples scripts docs
+	$(BIN)/ruff format --check src tests benchmarks examples scripts docs
 	$(BIN)/mypy
 	$(BIN)/pytest -q $(FAST_TESTS)
 
 format: $(DEV_STAMP)
-	$(BIN)/ruff check --fix src tests benchmarks examples scripts
-	$(BIN)/ruff format src tests benchmarks examples scripts
+	$(BIN)/ruff check --fix src tests benchmarks examples scripts docs
+	$(BIN)/ruff format src tests benchmarks examples scripts docs
 
 # build/ holds the wheel smoke test's fresh venv and logs, dist/ the built sdist and wheel.
 clean:

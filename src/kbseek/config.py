@@ -48,22 +48,48 @@ class Limits:
     the first five for 99 questions in 100 when an agent sends ``also``, held-out development sets),
     and each hit is paid for in the agent's context window (decision 0035)."""
     max_limit: int = 50
+    """The most hits one search may ask for (``limit``); a larger ``limit`` is lowered to it, with a
+    note. ``sort = "newest"`` also orders at most this many of the best matches by date."""
     default_snippet_chars: int = 300
+    """Characters of text shown with each hit when a search does not give ``snippet_chars``."""
     max_snippet_chars: int = 1200
+    """The largest ``snippet_chars`` a search may ask for (the smallest is 40); beyond it, lowered with
+    a note."""
     default_context: int = 1
+    """Neighbouring chunks on each side of every requested chunk that a ``fetch`` returns when the
+    caller does not say; ``0``: the requested chunks alone."""
     max_context: int = 5
+    """The largest ``context`` a ``fetch`` may ask for; beyond it, lowered with a note."""
     max_chunk_ids: int = 20
+    """Chunk ids one ``fetch`` takes; the ids after the first this many are not fetched, and a note
+    says so."""
     max_fetch_chars: int = 24_000
+    """Characters of passage text one ``fetch`` returns in all; the passage that reaches it is cut, with
+    a note giving the offset to read on from with ``get_document``."""
     default_document_chars: int = 40_000
+    """Characters ``get_document`` returns from its ``offset`` when the caller gives no ``max_chars``;
+    a document that goes on says where the rest starts (``next_offset``)."""
     max_document_chars: int = 200_000
+    """The largest ``max_chars`` a ``get_document`` call may ask for; beyond it, lowered with a note."""
     max_response_chars: int = 60_000
+    """The most characters a search or fetch response may take as sent (its JSON, with the text beside
+    it where a surface sends both): past it a search drops its last hits and a fetch shortens its last
+    passages, with a note. ``related`` gets half of it."""
     max_query_terms: int = 32
+    """Distinct searchable terms of a query (and of each ``also`` phrasing) the keyword search uses, the
+    first ones first; the rest are dropped with a note, which bounds what a very long query costs."""
     max_hits_per_document: int = 3
+    """Hits one document may take in a search's results while other matching documents wait for a
+    place; once every matching document is shown, any room left goes to more chunks of them."""
     max_also: int = 3
     """Alternative phrasings a search takes besides its query (``also``); each runs both legs again, so
     it multiplies a search's cost. ``0`` turns alternatives off (they are dropped with a note)."""
     max_topics: int = 200
+    """Topics (documents grouped by their first two folder levels) ``list_topics`` lists; the rest are
+    left out with a note."""
     max_titles_per_topic: int = 10
+    """Document titles ``list_topics`` shows per topic, newest first; the others are counted
+    (``more_titles``) and a search with that ``path_prefix`` finds them."""
     max_resource_bytes: int = 1024 * 1024
     """Indexed documents larger than this (recorded size) are not offered as resources (D3)."""
     max_resource_chars: int = 1024 * 1024
@@ -103,9 +129,18 @@ class Settings:
     max_file_bytes: int = 4 * MiB
     """Files larger than this are skipped by indexing and refused by the document guard."""
     parsers: tuple[str, ...] = DEFAULT_ENABLED
+    """The parsers, by name, whose files are indexed and read: ``md`` (``.md``, ``.markdown``, ``.mdx``),
+    ``txt``, ``docx``, ``xlsx``, ``ipynb``, and, off by default, ``pdf`` and ``pptx`` (each needs its
+    extra, ``kbseek[pdf]`` or ``kbseek[pptx]``) and ``html`` (a folder's HTML is usually a built site)."""
     chunking: ChunkOptions = field(default_factory=ChunkOptions)
+    """How documents are cut into chunks, in characters (the ``[chunking]`` table, ``ChunkOptions``); a
+    change applies to files indexed after it, a file already indexed keeping its chunks until it changes."""
     limits: Limits = field(default_factory=Limits)
+    """The caps on what one call may ask for and return (the ``[limits]`` table, ``Limits``)."""
     embed: EmbedderSpec = field(default_factory=EmbedderSpec)
+    """The embedding model of the semantic leg (the ``[embed]`` table, ``EmbedderSpec``); unused when
+    ``semantic`` is false. Another model re-embeds every chunk in the background while the old
+    vectors keep answering (docs/decisions/0040)."""
     semantic: bool = True
     """``False`` runs lexical-only and never loads a model."""
     fusion: str = "blend"
@@ -116,6 +151,9 @@ class Settings:
     dense_weight_matched: float = 0.2
     """Its share when one covers all of the query's terms; between the two it moves linearly."""
     rrf_k: int = 60
+    """With ``fusion = "rrf"`` only: the ``k`` of reciprocal rank fusion, where each leg adds
+    ``1 / (k + rank)`` to a chunk's score; a larger ``k`` narrows the gap between the top ranks and
+    the rest."""
     far_ahead: float = 0.5
     """A second chunk of a document keeps its rank only at ``1 + far_ahead`` times the next new
     document's score; otherwise distinct documents come first (docs/decisions/0012). ``inf``: never."""
@@ -134,19 +172,19 @@ class Settings:
     recover what the watcher missed (an overflowed event queue, a change before it started) without
     putting a scan on any call's path (docs/decisions/0015)."""
     store_url: str | None = None
-    """``[store].url``: a ``postgresql://`` URL to keep the index in PostgreSQL (one database for a
+    """A ``postgresql://`` URL to keep the index in PostgreSQL (one database for a
     team, ``kbseek[postgres]``); ``None`` keeps it in a SQLite file under :attr:`index_dir`."""
     kb_name: str | None = None
-    """``[store].name``: the knowledge base's name in that database (its schema); ``None`` derives
+    """The knowledge base's name in that database (its schema); ``None`` derives
     it from the root folder's name (``store.opening.kb_name_of``)."""
     approximate_above: int = 100_000
     """Above this many chunk vectors the dense leg searches an approximate (HNSW, int8) index saved
     beside the index instead of scanning every vector exactly (docs/decisions/0017); ``0``: always."""
     date_fields: tuple[str, ...] = DATE_FIELDS
-    """``[index].date_fields``: the front-matter fields a document's date is read from, the first
-    present first; failing all, its file's modification time (``kbseek.dates``)."""
+    """The front-matter fields a document's date is read from, the first present first; failing all,
+    its file's modification time (``kbseek.dates``). A change has every file re-read once."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
-    """``[rerank]``: a cross-encoder that re-orders the best fused candidates, within a time budget;
+    """A cross-encoder that re-orders the best fused candidates, within a time budget;
     off unless a provider is set (docs/decisions/0038)."""
 
     def __post_init__(self) -> None:

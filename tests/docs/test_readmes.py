@@ -1,8 +1,9 @@
-"""The English and Japanese READMEs describe the same product.
+"""The English and Japanese READMEs, and the site's pages in each language, describe the same product.
 
-A reader of either one must meet every command and every MCP tool and prompt,
-so the names are taken from the real CLI and the real server, not from a list
-kept here that could drift along with the READMEs.
+The READMEs are what a newcomer reads first, so they stay short and say the same thing; the site
+(``docs/``, ``docs/ja/``) must let a reader of either language meet every command and every MCP
+tool and prompt, so the names are taken from the real CLI and the real server, not from a list
+kept here that could drift along with the pages.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 READMES = {"en": ROOT / "README.md", "ja": ROOT / "README.ja.md"}
+SITES = {"en": ROOT / "docs", "ja": ROOT / "docs" / "ja"}
+SITE_ONLY = {"changelog", "architecture", "contracts"}
+"""Pages the README need not link: the changelog is linked as ``CHANGELOG.md``, and the records for
+people working on kbseek are reached from the development page."""
+README_LINES = 200
+"""A README holds what a newcomer needs first and fits on a screen or two; the rest is on the site."""
 
 
 @pytest.fixture
@@ -64,17 +71,35 @@ def test_the_english_readme_links_the_japanese_one_in_its_first_lines_and_back()
     assert any("README.md" in line for line in head_ja), "README.ja.md must link README.md near the top"
 
 
-async def test_both_readmes_name_every_cli_command_and_mcp_tool_and_prompt(core: KnowledgeBase) -> None:
+def site_text(lang: str) -> str:
+    """Every page of one language's site, as written (the generated references left out)."""
+    return "\n".join(page.read_text(encoding="utf-8") for page in sorted(SITES[lang].glob("*.md")))
+
+
+async def test_both_sites_name_every_cli_command_and_mcp_tool_and_prompt(core: KnowledgeBase) -> None:
     commands, mcp = cli_commands(), await mcp_names(core)
     found = {}
-    for lang, path in READMES.items():
-        text = path.read_text(encoding="utf-8")
+    for lang in SITES:
+        text = site_text(lang)
         found[lang] = (named_commands(text, commands), named_mcp(text, mcp))
-    for lang in READMES:
+    for lang in SITES:
         cmds, names = found[lang]
-        assert cmds == commands, f"{READMES[lang].name} never names: {sorted(commands - cmds)}"
-        assert names == mcp, f"{READMES[lang].name} never names: {sorted(mcp - names)}"
+        assert cmds == commands, f"the {lang} pages never name: {sorted(commands - cmds)}"
+        assert names == mcp, f"the {lang} pages never name: {sorted(mcp - names)}"
     assert found["en"] == found["ja"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_each_readme_fits_on_a_screen_or_two_and_links_into_the_site(lang: str) -> None:
+    text = READMES[lang].read_text(encoding="utf-8")
+    assert len(text.splitlines()) < README_LINES, f"{READMES[lang].name}: move detail to a page under docs/"
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", text))
+    pages = {
+        f"docs/{p.relative_to(ROOT / 'docs')}" for p in SITES[lang].glob("*.md") if p.stem not in SITE_ONLY
+    }
+    assert pages - {"docs/index.md", "docs/ja/index.md"} <= linked, sorted(pages - linked)
+    for link in linked:
+        assert (ROOT / link).is_file(), link
 
 
 def test_both_readmes_have_the_same_sections() -> None:

@@ -219,15 +219,36 @@ class EmbedderSpec:
     """
 
     provider: str = "use"
+    """``"use"`` (bundled, no download), ``"e5"`` (``kbseek[e5]``), ``"use+e5"`` (both side by side),
+    ``"fastembed"`` (a model you bring; ``kbseek[models]``), ``"http"`` (an OpenAI-compatible
+    ``/v1/embeddings`` server), or a name a plugin registered. Changing it re-embeds every chunk."""
     model: str | None = None
+    """``e5``: its variant (only ``"original"``); ``http``: the model name the server expects; ``fastembed``:
+    a catalogue name or a folder with ``model.onnx`` and ``tokenizer.json``. Required for ``http`` and
+    ``fastembed``, not allowed for ``use`` and ``use+e5``."""
     url: str | None = None
+    """``http`` only, and required there: the server's base URL, such as ``http://127.0.0.1:8000/v1``, or
+    its ``/embeddings`` endpoint; a ``user:password@`` in it is sent as Basic auth and never shown."""
     api_key_env: str | None = None
+    """``http`` only: the *name* of the environment variable holding the API key (sent as a bearer token
+    and read on every request), so the key itself stays out of config files; unset, no key is sent."""
     batch_size: int = 32
+    """Texts embedded in one model call while indexing (one request for ``http``), 1 to 4096; a larger
+    batch holds more memory, or makes a larger request, at once."""
     threads: int | None = None
+    """Local providers only (not ``http``): the threads the model runs on; unset, one, which measured several times
+    faster than two on cores shared with other work."""
     timeout_s: float = 30.0
+    """``http`` only: seconds each request to the server may take before it counts as failed."""
     similarity_floor: float | None = None
+    """The cosine this model gives unrelated texts, in ``[0, 1)``, so fusion reads every model on one
+    scale; unset, the provider's measured one (``use`` 0, ``e5`` 0.78, others 0). Not for ``use+e5``."""
     engine: str | None = None
+    """``e5`` and ``use+e5`` only: ``"onnx"`` (int8, ONNX Runtime) or ``"numpy"`` (kbseek's float32
+    engine); unset, ONNX Runtime if installed. Their vectors differ slightly: another engine re-embeds."""
     allow_download: bool = False
+    """``fastembed`` only: let indexing or a server download a named model on first load; off, only
+    ``kbseek model pull`` downloads, so nothing is fetched unasked."""
 
     def __post_init__(self) -> None:
         provider = self.provider.strip().lower() if isinstance(self.provider, str) else self.provider

@@ -51,12 +51,24 @@ from kbseek.ingest.splitting import hard_cut, split_lines, trim
 
 @dataclass(frozen=True)
 class ChunkOptions:
-    """Chunk sizes in characters (not tokens), so they mean the same in English and Japanese."""
+    """Chunk sizes in characters (not tokens), so they mean the same in English and Japanese.
+
+    A change applies to files indexed after it: a file already indexed keeps its chunks until it changes.
+    """
 
     target_chars: int = 1000
+    """The size a long section is split towards: it is cut at the block (then line, sentence or
+    character) boundaries that leave pieces nearest this many characters."""
     max_chars: int = 1600
+    """No chunk is longer than this; a code block or table that fits is kept whole. At least
+    ``target_chars``."""
     overlap_chars: int = 150
+    """About this much of the end of one piece of a split section starts the next one too (cut only at a
+    block or line boundary), so text near a cut is found with what leads up to it; ``0``: no overlap."""
     min_chars: int = 200
+    """A section shorter than this is merged into a neighbouring one, and a scrap left at the end of
+    a split section into the chunk before it, so a heading over one line is no chunk of its own;
+    ``0``: never."""
 
     def __post_init__(self) -> None:
         for name in ("target_chars", "max_chars", "overlap_chars", "min_chars"):

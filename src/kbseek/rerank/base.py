@@ -91,14 +91,33 @@ class RerankSpec:
     """
 
     provider: str | None = None
+    """``"http"`` (a rerank server), ``"local"`` (an ONNX cross-encoder in process; ``kbseek[models]``)
+    or a name a plugin registered; unset, no reranking: searches rank exactly as without the table."""
     url: str | None = None
+    """``http`` only, and required there: the rerank endpoint or the server's base URL, such as
+    ``http://127.0.0.1:8080`` (TEI) or ``http://127.0.0.1:8012/v1`` (llama.cpp's server)."""
     api: str | None = None
+    """``http`` only: ``"tei"`` (``POST /rerank``) or ``"jina"`` (the Jina/Cohere-style
+    ``POST /v1/rerank``); unset, a URL path ending in ``/v1`` or ``/v1/rerank`` means ``jina``, any
+    other ``tei``."""
     model: str | None = None
+    """``local`` (required): a fastembed cross-encoder's name or a folder with ``model.onnx`` and
+    ``tokenizer.json``; ``http``: sent as the request's ``model`` (TEI serves one model and ignores it)."""
     api_key_env: str | None = None
+    """``http`` only: the *name* of the environment variable holding a bearer token, so the key itself
+    stays out of config files."""
     candidates: int = 30
+    """How many of the fused ranking's best chunks are reranked, 1 to 200; the rest keep their fused
+    places below them. A search's time grows with it."""
     budget_s: float = 1.5
+    """Seconds a search waits for the reranker, above 0 and at most 60; past it (or while the reranker
+    is down or loading) the search answers in the fused order, with a note. Also an ``http`` request's
+    timeout."""
     allow_download: bool = False
+    """``local`` only: let the first search that needs a named model download it into ``kbseek model
+    pull``'s verified cache; off, it must have been pulled or be a folder."""
     threads: int | None = None
+    """``local`` only: ONNX Runtime threads; unset, one."""
 
     def __post_init__(self) -> None:
         for name in ("provider", "url", "api", "model", "api_key_env"):

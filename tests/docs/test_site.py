@@ -1,0 +1,276 @@
+"""The documentation site builds strictly in both languages, and what it says is the code's.
+
+The site is built here, into a folder of this test's own (not ``build/docs``, which ``make docs``
+owns), with every Sphinx warning an error: a link to a missing page or anchor, a page outside every
+table of contents, a docstring Sphinx cannot read. The built pages are then read back: each page
+has its twin in the other language and links to it, every link between pages lands on a page and an
+anchor that exist, the command-line page carries each command's own ``--help`` and the configuration
+page every key of the settings table, and the Japanese search index holds Japanese words.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+import click
+import pytest
+
+from kbseek.cli import cli
+from kbseek.config import KEYS, SECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+ENGLISH_ONLY = {"architecture", "contracts"}
+"""Pages for people working on kbseek, written in English only (so are the decision records)."""
+
+sys.path.insert(0, str(DOCS / "_ext"))
+import kbseek_site  # noqa: E402
+
+
+def build(source: Path, out: Path, doctrees: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "sphinx", "-q", "-W", "--keep-going", "-b", "html", "-d", str(doctrees)]
+    return subprocess.run(
+        [*command, str(source), str(out)], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("sphinx", reason="the docs extra (`pip install -e '.[docs]'`) builds the site")
+    base = tmp_path_factory.mktemp("site")
+    out = base / "html"
+    env = {**os.environ, "KBSEEK_DOCS_BUILD": str(out)}
+    for source, target, name in ((DOCS, out, "en"), (DOCS / "ja", out / "ja", "ja")):
+        done = build(source, target, base / "doctrees" / name, env)
+        assert done.returncode == 0, f"the {name} build failed:\n{done.stderr}"
+        assert done.stderr.strip() == "", f"the {name} build warned:\n{done.stderr}"
+    return out
+
+
+def task_pages(folder: Path) -> set[str]:
+    return {p.stem for p in folder.glob("*.md")}
+
+
+def test_every_page_is_written_in_both_languages() -> None:
+    english, japanese = task_pages(DOCS) - ENGLISH_ONLY, task_pages(DOCS / "ja")
+    assert english == japanese, {"only English": english - japanese, "only Japanese": japanese - english}
+
+
+class _Links(HTMLParser):
+    """The hrefs and srcs of a page, and the ids it defines (the anchors a link may point at)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.language_link: str | None = None
+        self._in_language = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(str(values["id"]))
+        if tag == "div" and values.get("class") == "kbseek-language":
+            self._in_language = True
+        for name in ("href", "src"):
+            if values.get(name):
+                self.links.append(str(values[name]))
+                if self._in_language and tag == "a" and name == "href":
+                    self.language_link = str(values[name])
+                    self._in_language = False
+
+
+def parsed(page: Path) -> _Links:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def pages(site: Path) -> Iterator[Path]:
+    for page in sorted(site.rglob("*.html")):
+        if "_static" not in page.parts and "_sources" not in page.parts:
+            yield page
+
+
+def test_every_link_between_pages_lands_on_a_page_and_an_anchor_that_exist(site: Path) -> None:
+    broken: list[str] = []
+    cache: dict[Path, _Links] = {}
+    for page in pages(site):
+        for link in parsed(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists() or (site.resolve() not in target.parents and target != site.resolve()):
+                broken.append(f"{page.relative_to(site)} → {link} (no such file)")
+                continue
+            if parts.fragment and target.suffix == ".html":
+                anchors = cache.setdefault(target, parsed(target))
+                if unquote(parts.fragment) not in anchors.ids:
+                    broken.append(f"{page.relative_to(site)} → {link} (no such anchor)")
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_each_page_links_its_twin_in_the_other_language(site: Path, language: str) -> None:
+    folder = site if language == "en" else site / "ja"
+    twin_root = site / "ja" if language == "en" else site
+    for name in sorted(task_pages(DOCS / "ja")):
+        page = folder / f"{name}.html"
+        link = parsed(page).language_link
+        assert link is not None, f"{page} has no language link"
+        assert (page.parent / link).resolve() == (twin_root / f"{name}.html").resolve(), (page, link)
+
+
+def pre_blocks(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", block)) for block in re.findall(r"<pre>(.*?)</pre>", text, re.S)
+    ]
+
+
+def every_command() -> Iterator[tuple[str, click.Command, click.Context]]:
+    def walk(
+        command: click.Command, path: list[str], parent: click.Context | None
+    ) -> Iterator[tuple[str, click.Command, click.Context]]:
+        ctx = click.Context(
+            command,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=kbseek_site.HELP_WIDTH,
+            max_content_width=kbseek_site.HELP_WIDTH,
+        )
+        yield " ".join(path), command, ctx
+        if isinstance(command, click.Group):
+            for sub in sorted(command.commands):
+                yield from walk(command.commands[sub], [*path, sub], ctx)
+
+    yield from walk(cli, ["kbseek"], None)
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_the_command_line_page_shows_each_commands_own_help(site: Path, language: str) -> None:
+    page = (site if language == "en" else site / "ja") / "cli.html"
+    shown = {block.strip() for block in pre_blocks(page)}
+    for name, command, ctx in every_command():
+        assert command.get_help(ctx).strip() in shown, (
+            f"{page.name} does not show `{name} --help` as the CLI prints it"
+        )
+
+
+def config_labels() -> list[str]:
+    import dataclasses
+
+    labels = [key.label for key in KEYS]
+    for table, (cls, _) in SECTIONS.items():
+        labels += [
+            f"[{table}].{f.name}" for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")
+        ]
+    return labels
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_the_configuration_page_describes_every_key_of_the_settings_table(site: Path, language: str) -> None:
+    page = (site if language == "en" else site / "ja") / "configuration.html"
+    rows = {
+        html.unescape(re.sub(r"<[^>]+>", "", cells[0])).strip(): html.unescape(re.sub(r"<[^>]+>", "", cells[-1])).strip()
+        for cells in (re.findall(r"<td>(.*?)</td>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page.read_text(encoding="utf-8"), re.S))
+        if cells
+    }  # fmt: skip
+    for label in config_labels():
+        assert label in rows, f"{page.name} has no row for {label}"
+        assert rows[label], f"{label} has no description: give its field a docstring in the code"
+
+
+def search_terms(index: Path) -> dict[str, object]:
+    text = index.read_text(encoding="utf-8")
+    data = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    return dict(data["terms"])
+
+
+def test_the_japanese_search_index_finds_words_inside_japanese_sentences(site: Path) -> None:
+    """Japanese has no spaces: the index must hold words cut out of running text, such as 検索 from
+    全文検索 or 起動 from 再起動, for a search of one word to find the page."""
+    terms = search_terms(site / "ja" / "searchindex.js")
+    for word in ("検索", "埋め込み", "インデックス", "ナレッジベース", "起動"):
+        assert word in terms, f"the Japanese search index lacks {word}"
+    english = search_terms(site / "searchindex.js")
+    assert "rerank" in english or "reranker" in english
+
+
+def test_the_site_pages_are_the_tree_the_site_lists() -> None:
+    """The reference generators work from the code alone: no marker is left unreplaced."""
+    assert "kbseek index" in kbseek_site.cli_reference()
+    assert "[search].fusion" in kbseek_site.config_reference()
+
+
+@contextmanager
+def served(folder: Path) -> Iterator[int]:
+    """The built site over HTTP on a free port of this machine, as ``make docs`` serves it."""
+    handler = functools.partial(_Quiet, directory=str(folder))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield server.server_address[1]
+        finally:
+            server.shutdown()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        """The test's output is pytest's; requests are not logged."""
+
+
+SCREENSHOTS = ROOT / "test-artifacts"
+PAGES_SHOWN = ("get-started", "configuration", "search")
+
+
+def test_in_chromium_the_japanese_search_finds_words_written_without_spaces(site: Path) -> None:
+    """埋め込みモデル and 再起動 are written as Japanese is, without spaces; the page must cut the query
+    as the index was cut and list the pages that hold the words. Screenshots of three pages in each
+    language go to ``test-artifacts/``."""
+    from tests.wire.serving import chromium
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    with served(site) as port, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
+        for query, expected in (
+            ("埋め込みモデル", "models.html"),
+            ("再起動", "get-started.html"),
+            ("検索", "concepts.html"),
+        ):
+            page.goto(f"http://127.0.0.1:{port}/ja/search.html?q={quote(query)}")
+            page.wait_for_selector("#search-results ul.search li", timeout=20_000)
+            links = page.eval_on_selector_all(
+                "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
+            )
+            assert any(str(link).startswith(expected) for link in links), (query, links)
+        page.goto(f"http://127.0.0.1:{port}/search.html?q=reranker")
+        page.wait_for_selector("#search-results ul.search li", timeout=20_000)
+        for prefix in ("", "ja/"):
+            for name in PAGES_SHOWN:
+                query = (
+                    "?q=" + quote("埋め込みモデル" if prefix else "embedding model")
+                    if name == "search"
+                    else ""
+                )
+                page.goto(f"http://127.0.0.1:{port}/{prefix}{name}.html{query}")
+                if name == "search":
+                    page.wait_for_selector("#search-results ul.search li", timeout=20_000)
+                page.screenshot(path=str(SCREENSHOTS / f"docs-{(prefix or 'en/').rstrip('/')}-{name}.png"))
