@@ -33,3 +33,18 @@ var splitQuery = (query) => {
   }
   return words;
 };
+
+/*
+ * The summary line under the results. Sphinx's Japanese catalogue translates the line that counts
+ * the pages found as an empty string, so a Japanese search page said nothing about how many pages
+ * it found. The catalogue is loaded after this file, so the line is filled in once the page is
+ * parsed (before the search runs, which also waits for that), and only while it is still empty.
+ */
+document.addEventListener("DOMContentLoaded", () => {
+  if (typeof Documentation === "undefined") return;
+  const key = "Search finished, found one page matching the search query.";
+  const said = Documentation.TRANSLATIONS[key];
+  if (Array.isArray(said) && said.every((form) => !form)) {
+    Documentation.TRANSLATIONS[key] = said.map(() => "検索が終わりました。該当するページは ${resultCount} 件です。");
+  }
+});
