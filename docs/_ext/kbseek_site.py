@@ -120,13 +120,9 @@ def cli_reference() -> str:
     parts: list[str] = []
 
     def walk(command: click.Command, path: list[str], parent: click.Context | None) -> None:
-        ctx = click.Context(
-            command,
-            info_name=path[-1],
-            parent=parent,
-            terminal_width=HELP_WIDTH,
-            max_content_width=HELP_WIDTH,
-        )
+        # The command's own context settings (``-h`` beside ``--help``), as ``kbseek … --help`` has them.
+        settings = {**command.context_settings, "terminal_width": HELP_WIDTH, "max_content_width": HELP_WIDTH}
+        ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)
         name = " ".join(path)
         level = "#" * min(2 + len(path) - 1, 4)
         if len(path) > 1:
