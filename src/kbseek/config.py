@@ -133,8 +133,8 @@ class Settings:
     ``txt``, ``docx``, ``xlsx``, ``ipynb``, and, off by default, ``pdf`` and ``pptx`` (each needs its
     extra, ``kbseek[pdf]`` or ``kbseek[pptx]``) and ``html`` (a folder's HTML is usually a built site)."""
     chunking: ChunkOptions = field(default_factory=ChunkOptions)
-    """How documents are cut into chunks, in characters (the ``[chunking]`` table, ``ChunkOptions``); a
-    change applies to files indexed after it, a file already indexed keeping its chunks until it changes."""
+    """How documents are cut into chunks, in characters (the ``[chunking]`` table, ``ChunkOptions``); after
+    a change the next pass reads every file again, since the index records the sizes it was cut with."""
     limits: Limits = field(default_factory=Limits)
     """The caps on what one call may ask for and return (the ``[limits]`` table, ``Limits``)."""
     embed: EmbedderSpec = field(default_factory=EmbedderSpec)

@@ -220,6 +220,21 @@ def test_meta_reads_back_typed_facts(opener: Opener) -> None:
         store.close()
 
 
+def test_how_the_documents_were_read_is_recorded_with_the_pass(opener: Opener) -> None:
+    """The date fields and chunk sizes of a pass read back as recorded, on every backend, and a pass
+    that records neither leaves them as they were."""
+    store = opener()
+    with store.transaction() as tx:
+        tx.record_pass(
+            finished_at=1.0, parse_version=1, date_fields=("updated", "date"), chunking="400/800/50/100"
+        )
+    with store.transaction() as tx:
+        tx.record_pass(finished_at=2.0, parse_version=1)
+    meta = store.meta()
+    assert (meta.date_fields, meta.chunking) == (("updated", "date"), "400/800/50/100")
+    store.close()
+
+
 def test_an_unknown_embedding_field_is_recorded_as_unknown(store: Store) -> None:
     with store.transaction() as tx:
         tx.record_embedding(EmbeddingRecord(model="model:1", dim=4, scheme="scheme-a"))

@@ -53,7 +53,8 @@ from kbseek.ingest.splitting import hard_cut, split_lines, trim
 class ChunkOptions:
     """Chunk sizes in characters (not tokens), so they mean the same in English and Japanese.
 
-    A change applies to files indexed after it: a file already indexed keeps its chunks until it changes.
+    The index records the sizes its documents were cut with (:attr:`key`); other sizes have the next
+    pass read every file again, so a change applies to the whole index, not only to files edited after.
     """
 
     target_chars: int = 1000
@@ -69,6 +70,11 @@ class ChunkOptions:
     """A section shorter than this is merged into a neighbouring one, and a scrap left at the end of
     a split section into the chunk before it, so a heading over one line is no chunk of its own;
     ``0``: never."""
+
+    @property
+    def key(self) -> str:
+        """The sizes as the index records them: equal keys cut a document into the same chunks."""
+        return f"{self.target_chars}/{self.max_chars}/{self.overlap_chars}/{self.min_chars}"
 
     def __post_init__(self) -> None:
         for name in ("target_chars", "max_chars", "overlap_chars", "min_chars"):

@@ -98,6 +98,7 @@ def copy_index(source: Store, target: Store) -> CopyReport:
             tx.record_embedding(meta.embedding)
         if meta.last_pass_at is not None and meta.parse_version is not None:
             tx.record_pass(
-                finished_at=meta.last_pass_at, parse_version=meta.parse_version, date_fields=meta.date_fields
-            )
+                finished_at=meta.last_pass_at, parse_version=meta.parse_version, date_fields=meta.date_fields,
+                chunking=meta.chunking,
+            )  # fmt: skip
     return CopyReport(len(rows), chunks, vectors, target.location)

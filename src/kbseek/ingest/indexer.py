@@ -341,6 +341,7 @@ class Indexer:
             tx.record_pass(
                 finished_at=time.time(), parse_version=PARSE_VERSION,
                 listing_changed=report.listing_changed, date_fields=self.date_fields,
+                chunking=self.chunking.key,
             )  # fmt: skip
         return report.frozen()
 
@@ -350,12 +351,15 @@ class Indexer:
         """Whether the index was written by parsers that made something else of the same files.
 
         Titles, heading paths and indexed text come from parsing, and an unchanged file is never
-        parsed again, so a new ``PARSE_VERSION`` has every file re-read once; so does another
-        ``[index].date_fields``, which dates documents differently.
+        parsed again, so a new ``PARSE_VERSION`` has every file re-read once; so do another
+        ``[index].date_fields``, which dates documents differently, and other ``[chunking]`` sizes,
+        which cut them differently. What was not recorded (an older index) counts as the same.
         """
         meta = self.store.meta()
-        return meta.parse_version != PARSE_VERSION or (
-            meta.date_fields is not None and meta.date_fields != self.date_fields
+        return (
+            meta.parse_version != PARSE_VERSION
+            or (meta.date_fields is not None and meta.date_fields != self.date_fields)
+            or (meta.chunking is not None and meta.chunking != self.chunking.key)
         )
 
     def _check_model(self) -> None:

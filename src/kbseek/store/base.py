@@ -179,6 +179,8 @@ class IndexMeta:
     when the resource listing a reader offers changed."""
     date_fields: tuple[str, ...] | None = None
     """``[index].date_fields`` of the pass that dated the documents: another list re-reads them."""
+    chunking: str | None = None
+    """The ``[chunking]`` sizes that cut the documents (``ChunkOptions.key``): other sizes re-read them."""
     next_embedding: EmbeddingRecord | None = None
     """The model of the next generation of vectors, made while :attr:`embedding`'s keep answering and
     promoted when every chunk has one (docs/decisions/0040); ``None`` when no model switch is under way."""
@@ -301,10 +303,11 @@ class StoreWriter(Protocol):
 
     def record_pass(
         self, *, finished_at: float, parse_version: int, listing_changed: bool = True,
-        date_fields: Sequence[str] | None = None,
+        date_fields: Sequence[str] | None = None, chunking: str | None = None,
     ) -> None:  # fmt: skip
         """Record that a pass finished and with which parsers (``last_pass_at``, ``parse_version``, and
-        the ``date_fields`` that dated the documents when given), and count it (``passes``);
+        the ``date_fields`` and ``chunking`` the documents were read with, when given), and count it
+        (``passes``);
         ``listing_changed``: it added, removed or renamed a document (``listing_pass``). Readers of
         the index hear of it when the transaction commits."""
         ...

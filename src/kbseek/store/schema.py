@@ -187,6 +187,7 @@ META_SCHEMA_VERSION = "schema_version"
 META_LAST_PASS_AT = "last_pass_at"
 META_PARSE_VERSION = "parse_version"
 META_DATE_FIELDS = "date_fields"
+META_CHUNKING = "chunking"
 META_PASSES = "passes"
 META_LISTING_PASS = "listing_pass"
 META_EMBED_MODEL = "embed_model"
@@ -358,6 +359,7 @@ def index_meta(raw: dict[str, str]) -> IndexMeta:
         listing_pass=_int_or_none(raw.get(META_LISTING_PASS)) or 0,
         next_embedding=_embedding_record(raw, NEXT_PREFIX),
         date_fields=tuple(raw[META_DATE_FIELDS].split("\n")) if raw.get(META_DATE_FIELDS) else None,
+        chunking=raw.get(META_CHUNKING) or None,
     )
 
 
@@ -373,7 +375,7 @@ def _embedding_record(raw: dict[str, str], prefix: str) -> EmbeddingRecord | Non
 
 def pass_meta(
     *, finished_at: float, parse_version: int, passes_before: str | None, listing_changed: bool,
-    date_fields: Sequence[str] | None = None,
+    date_fields: Sequence[str] | None = None, chunking: str | None = None,
 ) -> dict[str, str | None]:  # fmt: skip
     """The meta rows that record a finished pass, as :func:`index_meta` reads them back.
 
@@ -390,6 +392,8 @@ def pass_meta(
         rows[META_LISTING_PASS] = str(passes)
     if date_fields is not None:
         rows[META_DATE_FIELDS] = "\n".join(date_fields)
+    if chunking is not None:
+        rows[META_CHUNKING] = chunking
     return rows
 
 

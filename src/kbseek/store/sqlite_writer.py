@@ -225,12 +225,12 @@ class SqliteWriter:
 
     def record_pass(
         self, *, finished_at: float, parse_version: int, listing_changed: bool = True,
-        date_fields: Sequence[str] | None = None,
+        date_fields: Sequence[str] | None = None, chunking: str | None = None,
     ) -> None:  # fmt: skip
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (META_PASSES,)).fetchone()
         rows = pass_meta(
             finished_at=finished_at, parse_version=parse_version, passes_before=row[0] if row else None,
-            listing_changed=listing_changed, date_fields=date_fields,
+            listing_changed=listing_changed, date_fields=date_fields, chunking=chunking,
         )  # fmt: skip
         for key, value in rows.items():
             self._set_meta(key, value)
