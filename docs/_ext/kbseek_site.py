@@ -24,13 +24,11 @@ BUILD = Path(os.environ.get("KBSEEK_DOCS_BUILD", ROOT / "build" / "docs"))
 """Where the English site is built, whose inventory the Japanese build links into: ``build/docs``
 for ``make docs``, a folder of its own for the test that builds the site."""
 
-LANGUAGES = {
-    "en": {"source": DOCS, "label": "English", "prefix": ""},
-    "ja": {"source": DOCS / "ja", "label": "日本語", "prefix": "ja/"},
-}
+LANGUAGES = {"en": {"source": DOCS, "label": "English"}, "ja": {"source": DOCS / "ja", "label": "日本語"}}
 
-CLI_MARKER = "<!-- kbseek:cli -->"
-CONFIG_MARKER = "<!-- kbseek:config -->"
+CLI_MARKER = re.compile(r"^<!-- kbseek:cli -->$", flags=re.MULTILINE)
+CONFIG_MARKER = re.compile(r"^<!-- kbseek:config -->$", flags=re.MULTILINE)
+"""A marker counts alone on its line, so a page may mention one in its text (decision 0046 does)."""
 HELP_WIDTH = 100
 """The terminal width the command-line reference is rendered at, so it reads the same everywhere."""
 
@@ -39,7 +37,6 @@ def settings(language: str) -> dict[str, Any]:
     """The ``conf.py`` values of one language's build; each ``conf.py`` is these and nothing else."""
     from kbseek import __version__
 
-    other = "ja" if language == "en" else "en"
     values: dict[str, Any] = {
         "project": "kbseek",
         "author": "the kbseek authors",
@@ -72,7 +69,6 @@ def settings(language: str) -> dict[str, Any]:
         "autodoc_typehints": "description",
         "autodoc_class_signature": "separated",
         "kbseek_language": language,
-        "kbseek_other_language": other,
         "intersphinx_mapping": {},
         "intersphinx_disabled_reftypes": ["*"],
         "exclude_patterns": ["_build", "_ext", "_templates", "_static"],
@@ -90,21 +86,19 @@ def settings(language: str) -> dict[str, Any]:
 # --- the language switch ------------------------------------------------------------------------
 
 
-def _counterpart(pagename: str, language: str, other: str) -> str:
+def _counterpart(pagename: str, other: str) -> str:
     """The URL, relative to ``pagename``'s own page, of the same page in the other language, or of
-    the other language's front page where that page is written in one language only."""
-    depth = pagename.count("/")
-    up = "../" * depth
+    the other language's front page where that page is written in one language only. Japanese is
+    built under the English site's ``ja/``."""
+    up = "../" * pagename.count("/")
     target = pagename if (LANGUAGES[other]["source"] / f"{pagename}.md").exists() else "index"
-    if language == "en":
-        return f"{up}ja/{target}.html"
-    return f"{up}../{target}.html"
+    return f"{up}ja/{target}.html" if other == "ja" else f"{up}../{target}.html"
 
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    language, other = app.config.kbseek_language, app.config.kbseek_other_language
+    other = next(language for language in LANGUAGES if language != app.config.kbseek_language)
     context["kbseek_other_label"] = LANGUAGES[other]["label"]
-    context["kbseek_other_url"] = _counterpart(pagename, language, other)
+    context["kbseek_other_url"] = _counterpart(pagename, other)
     context["kbseek_other_language"] = other
 
 
@@ -220,35 +214,33 @@ def config_reference(language: str = "en", up: str = "") -> str:
     from kbseek.config import KEYS, SECTIONS, Settings
 
     words = CONFIG_WORDS[language]
-    rows = [words["header"], "|---|---|---|---|---|"]
+
+    def row(label: str, kind: str, cls: type, name: str, reloadable: bool, doc: str) -> str:
+        cells = (kind, _default(cls, name), words["live"] if reloadable else words["restart"], doc)
+        return f"| `{label}` | " + " | ".join(_cell(cell, language, up) for cell in cells) + " |"
+
     docs = _attribute_docs(Settings)
-    for key in KEYS:
-        rows.append(
-            f"| `{key.label}` | {key.kind.__name__} | {_default(Settings, key.field)} | "
-            f"{words['live'] if key.reloadable else words['restart']} | {_cell(docs.get(key.field, ''), language, up)} |"
-        )
+    rows = [words["header"], "|---|---|---|---|---|"]
+    rows += [
+        row(key.label, key.kind.__name__, Settings, key.field, key.reloadable, docs.get(key.field, ""))
+        for key in KEYS
+    ]
     for table, (cls, reloadable) in sorted(SECTIONS.items()):
         field_docs = _attribute_docs(cls)
-        for f in dataclasses.fields(cls):
-            if not f.init or f.name.startswith("_"):
-                continue
-            rows.append(
-                f"| `[{table}].{f.name}` | {_cell(_kind(cls, f.name), language)} | {_cell(_default(cls, f.name), language)} | "
-                f"{words['live'] if reloadable else words['restart']} | {_cell(field_docs.get(f.name, ''), language, up)} |"
+        rows += [
+            row(
+                f"[{table}].{f.name}", _kind(cls, f.name), cls, f.name, reloadable, field_docs.get(f.name, "")
             )
+            for f in dataclasses.fields(cls)
+            if f.init and not f.name.startswith("_")
+        ]
     return "\n".join(rows) + "\n"
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
-    """A marker counts alone on its line, so a page may mention one in its text (decision 0046 does)."""
-    text = source[0]
     up = "../" * docname.count("/")
-    if re.search(f"^{re.escape(CLI_MARKER)}$", text, flags=re.MULTILINE):
-        text = re.sub(f"^{re.escape(CLI_MARKER)}$", lambda _: cli_reference(), text, flags=re.MULTILINE)
-    if re.search(f"^{re.escape(CONFIG_MARKER)}$", text, flags=re.MULTILINE):
-        table = config_reference(app.config.kbseek_language, up)
-        text = re.sub(f"^{re.escape(CONFIG_MARKER)}$", lambda _: table, text, flags=re.MULTILINE)
-    source[0] = text
+    text = CLI_MARKER.sub(lambda _: cli_reference(), source[0])
+    source[0] = CONFIG_MARKER.sub(lambda _: config_reference(app.config.kbseek_language, up), text)
 
 
 def _scripts(app: Any) -> None:
@@ -259,7 +251,6 @@ def _scripts(app: Any) -> None:
 
 def setup(app: Any) -> dict[str, Any]:
     app.add_config_value("kbseek_language", "en", "html")
-    app.add_config_value("kbseek_other_language", "ja", "html")
     app.connect("builder-inited", _scripts)
     app.connect("html-page-context", _page_context)
     app.connect("source-read", _source_read)
