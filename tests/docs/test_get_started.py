@@ -110,13 +110,17 @@ def test_every_kbseek_command_on_the_page_is_one_the_cli_accepts(lang: str) -> N
     for shown, argv in kbseek_argv(lang):
         if not argv or argv[0] in ("--help", "-h"):
             continue
+        # Each subcommand's context has its parent's, as when kbseek runs: a context made without
+        # them would give (and click would keep, for every later --help) the default help option.
         command: click.Command = cli
-        path, words = ["kbseek"], list(argv)
+        parent = click.Context(cli, info_name="kbseek", **cli.context_settings)
+        words = list(argv)
         while isinstance(command, click.Group) and words and words[0] in command.commands:
-            path.append(words[0])
+            if command is not cli:
+                parent = click.Context(command, info_name=command.name, parent=parent)
             command = command.commands[words.pop(0)]
         try:
-            command.make_context(" ".join(path), words)
+            command.make_context(command.name or "kbseek", words, parent=parent)
         except click.UsageError as exc:  # the failure message is the point
             pytest.fail(
                 f"{PAGES[lang].name}: `{shown.strip()}` is refused by the CLI: {exc.format_message()}"
