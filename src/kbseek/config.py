@@ -75,6 +75,10 @@ class Limits:
     """The most characters a search or fetch response may take as sent (its JSON, with the text beside
     it where a surface sends both): past it a search drops its last hits and a fetch shortens its last
     passages, with a note. ``related`` gets half of it."""
+    max_query_chars: int = 2000
+    """The longest query (and each ``also`` phrasing) a search takes, in characters: a question, or a
+    paragraph pasted as one. A longer one is refused with a message rather than read, since every
+    character costs time in the keyword and bilingual legs before any term cap applies."""
     max_query_terms: int = 32
     """Distinct searchable terms of a query (and of each ``also`` phrasing) the keyword search uses, the
     first ones first; the rest are dropped with a note, which bounds what a very long query costs."""

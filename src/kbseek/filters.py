@@ -7,8 +7,12 @@ later is a field here, its parsing here, and one clause per store.
 
 Both stores must return the same documents for the same filters, so everything that could differ
 between two SQL dialects is decided here in Python: front-matter values are stored already folded
-(:func:`field_rows`), a glob is translated once into the small regular-expression language both
-engines read alike (:func:`glob_regex`), and dates are compared as ``YYYY-MM-DD`` text.
+(:func:`field_rows`), a glob is kept in one canonical form that both engines match alike
+(``kbseek.globs``), and dates are compared as ``YYYY-MM-DD`` text.
+
+Every value is bounded here, before any store sees it: a caller's text is matched against every
+candidate document, so its length is capped (:data:`MAX_TEXT_CHARS`, the glob caps) and a longer
+one is refused in one sentence rather than left to an engine's own limit.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 
 from kbseek.dates import parse_bound
 from kbseek.errors import InvalidArgument
+from kbseek.globs import keep_glob
+from kbseek.text.quoting import bounded, shown_value
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -31,6 +37,8 @@ any real list of owners or tags, and a bound on what one file can add to the ind
 MAX_VALUE_CHARS = 200
 """Longer front-matter strings are prose, not a value anyone filters on; they are not stored."""
 MAX_CONDITIONS = 16
+MAX_TEXT_CHARS = 1024
+"""The longest tag or type a filter may name: far past any real one, and a bound on each comparison."""
 """Conditions one search may carry per kind (fields, globs, tags): each is a clause in every leg."""
 
 SORTS = ("relevance", "newest")
@@ -117,7 +125,7 @@ class SearchFilters:
 
     ``path_prefix`` is root-relative, compared literally with ASCII letters folded, as given (the
     facade has cleaned it); ``tags`` must all be on the document and one of ``tags_any`` must be,
-    compared folded; ``path_globs``: the path matches one of them (:func:`glob_regex`); ``types``:
+    compared folded; ``path_globs``: the path matches one of them (``kbseek.globs``); ``types``:
     the document's parser is one of them; ``after``/``before``: its date is on or after / on or
     before that day; ``where``: each condition holds on its front matter.
     """
@@ -205,7 +213,7 @@ def parse_filters(
         path_prefix=path_prefix,
         tags=_texts("tags", tags),
         tags_any=_texts("tags_any", tags_any),
-        path_globs=tuple(_glob(g) for g in _texts("path_globs", path_globs)),
+        path_globs=tuple(dict.fromkeys(keep_glob(g) for g in _texts("path_globs", path_globs))),
         types=_types(types, known_types),
         after=first,
         before=last,
@@ -221,7 +229,12 @@ def _texts(name: str, values: Iterable[str] | None) -> tuple[str, ...]:
     out: list[str] = []
     for value in values:
         if not isinstance(value, str):
-            raise InvalidArgument(f"{name} must be a list of strings, not one holding {value!r}")
+            raise InvalidArgument(f"{name} must be a list of strings, not one holding {bounded(repr(value))}")
+        if name != "path_globs" and len(value) > MAX_TEXT_CHARS:
+            raise InvalidArgument(
+                f"{name} entry {bounded(value)!r} is {len(value)} characters long; at most "
+                f"{MAX_TEXT_CHARS} are accepted"
+            )
         if value.strip():
             out.append(value.strip())
     out = list(dict.fromkeys(out))
@@ -231,17 +244,21 @@ def _texts(name: str, values: Iterable[str] | None) -> tuple[str, ...]:
 
 
 def _types(values: Iterable[str] | None, known: Sequence[str]) -> tuple[str, ...]:
-    out = tuple(dict.fromkeys(t.lstrip(".").lower() for t in _texts("types", values)))
-    unknown = [t for t in out if known and t not in known]
+    """Parser names, each as typed or with one leading dot (``.pdf``); an unknown one is quoted as
+    the caller wrote it."""
+    typed = {(t[1:] if t.startswith(".") else t).lower(): t for t in _texts("types", values)}
+    unknown = [t for name, t in typed.items() if known and name not in known]
     if unknown:
         raise InvalidArgument(
-            f"types: {', '.join(repr(t) for t in unknown)} is not a file type kbseek reads; "
+            f"types: {', '.join(repr(bounded(t, 80)) for t in unknown)} is not a file type kbseek reads; "
             f"accepted: {', '.join(known)}"
         )
-    return out
+    return tuple(typed)
 
 
 def _conditions(where: Mapping[str, Any] | None) -> tuple[FieldCondition, ...]:
+    """The ``where`` conditions, AND-ed. Two keys that fold to one field (``Topic``, ``topic``) are two
+    conditions that must both hold, never one silently replacing the other."""
     if where is None:
         return ()
     if not isinstance(where, Mapping):
@@ -252,11 +269,17 @@ def _conditions(where: Mapping[str, Any] | None) -> tuple[FieldCondition, ...]:
         raise InvalidArgument(f"where has {len(where)} fields; at most {MAX_CONDITIONS} are accepted")
     out: list[FieldCondition] = []
     for key, wanted in where.items():
-        name = field_name(key)
+        text = str(key)
+        if len(text) > MAX_TEXT_CHARS:
+            raise InvalidArgument(
+                f"where names the field {bounded(text)!r}, {len(text)} characters long; at most "
+                f"{MAX_TEXT_CHARS} are accepted"
+            )
+        name = field_name(text)
         if not name:
             raise InvalidArgument("where has an empty field name")
-        out.append(_condition(name, key, wanted))
-    return tuple(out)
+        out.append(_condition(name, text, wanted))
+    return tuple(dict.fromkeys(out))
 
 
 WHERE_FORMS = (
@@ -266,92 +289,69 @@ WHERE_FORMS = (
 
 
 def _condition(name: str, key: str, wanted: Any) -> FieldCondition:
+    shown = bounded(key, 80)
     if isinstance(wanted, Mapping):
         if set(wanted) == {"exists"} and isinstance(wanted["exists"], bool):
             return FieldCondition(name, (), wanted["exists"])
-        raise InvalidArgument(f"where[{key!r}] = {wanted!r} is not understood: expected {WHERE_FORMS}")
+        raise InvalidArgument(
+            f"where[{shown!r}] = {shown_value(wanted)} is not understood: expected {WHERE_FORMS}"
+        )
     items = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
     if not items:
         raise InvalidArgument(
-            f"where[{key!r}] is an empty list: no value could match; expected {WHERE_FORMS}"
+            f"where[{shown!r}] is an empty list: no value could match; expected {WHERE_FORMS}"
         )
+    if len(items) > MAX_FIELD_VALUES:
+        raise InvalidArgument(f"where[{shown!r}] lists {len(items)} values; at most {MAX_FIELD_VALUES}")
     values: list[str] = []
     for item in items:
         value = field_value(item)
         if value is None or isinstance(item, (Mapping, list, tuple)):
             raise InvalidArgument(
-                f"where[{key!r}] holds {item!r}, which no field can equal: expected {WHERE_FORMS}"
+                f"where[{shown!r}] holds {shown_value(item)}, which no field can equal: expected {WHERE_FORMS}"
             )
         values.append(value)
-    if len(values) > MAX_FIELD_VALUES:
-        raise InvalidArgument(f"where[{key!r}] lists {len(values)} values; at most {MAX_FIELD_VALUES}")
     return FieldCondition(name, tuple(dict.fromkeys(values)))
 
 
 def where_from_text(entries: Iterable[str]) -> dict[str, Any]:
     """``where`` from ``field=value`` entries, as typed on a command line or in a URL: a field given
-    twice takes any of its values; ``field`` alone means it exists, ``!field`` that it does not."""
-    out: dict[str, Any] = {}
+    twice takes any of its values; ``field`` alone means it exists, ``!field`` that it does not.
+
+    Entries naming one field (ASCII case aside) combine, and all must hold: ``topic`` beside
+    ``topic=ops`` is ``topic=ops``; a field both required and ``!``-excluded is refused, since no
+    document could pass and a later entry must never quietly replace an earlier one.
+    """
+    wanted: dict[str, tuple[str, list[str] | None, bool]] = {}  # folded → (as typed, values, exists)
     for entry in entries:
         entry = entry.strip()
         if not entry:
             continue
-        if "=" not in entry:
-            absent = entry.startswith("!")
-            out[entry.lstrip("!").strip()] = {"exists": not absent}
+        if "=" in entry:
+            key, value = (part.strip() for part in entry.split("=", 1))
+            if key.startswith("!"):
+                raise InvalidArgument(
+                    f"where {bounded(entry, 80)!r}: a value cannot be negated; !{bounded(key[1:], 80)} alone "
+                    "keeps the documents without that field"
+                )
+            values: list[str] | None = [value]
+            exists = True
+        else:
+            exists = not entry.startswith("!")
+            key, values = entry.lstrip("!").strip(), None
+        folded = field_name(key)
+        if folded not in wanted:
+            wanted[folded] = (key, values, exists)
             continue
-        key, value = (part.strip() for part in entry.split("=", 1))
-        previous = out.get(key)
-        if isinstance(previous, list):
-            previous.append(value)
-        else:
-            out[key] = [value]
-    return out
-
-
-# -- globs ---------------------------------------------------------------------------------------------
-
-
-def _glob(pattern: str) -> str:
-    """A glob as kept: separators as ``/``, ASCII letters folded (paths compare folded, as prefixes do)."""
-    cleaned = pattern.replace("\\", "/").lstrip("/").translate(_ASCII_LOWER)
-    if cleaned.startswith("./"):
-        cleaned = cleaned[2:]
-    if not cleaned or "\x00" in cleaned:
-        raise InvalidArgument(f"path_globs entry {pattern!r} is empty; e.g. runbooks/**/*.md or *.pdf")
-    return cleaned
-
-
-def glob_regex(glob: str) -> str:
-    """The anchored regular expression a kept glob means, matched against a path with ASCII letters
-    folded. ``*`` and ``?`` stay within one folder, ``**`` crosses folders (``a/**/b`` also matches
-    ``a/b``), and a glob without ``/`` matches a file name in any folder (as in ``.gitignore``).
-
-    Only ``^ $ . * ( ) | [^/]`` and backslash escapes of punctuation are produced, which Python's
-    ``re`` and PostgreSQL's regular expressions read alike.
-    """
-    if "/" not in glob.rstrip("/"):
-        glob = "**/" + glob
-    out: list[str] = ["^"]
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            char = glob[i]
-            out.append("\\" + char if not char.isalnum() and char.isascii() and char not in "/_ -" else char)
-            i += 1
-    if glob.endswith("/"):
-        out.append(".*")  # a folder: everything under it
-    out.append("$")
-    return "".join(out)
+        typed, before, existed = wanted[folded]
+        if existed != exists:
+            raise InvalidArgument(
+                f"where gives the field {bounded(typed, 80)!r} both as required and as absent (!): no "
+                "document can pass both; keep one of the two"
+            )
+        if values is not None:
+            before = [*(before or []), *values]
+        wanted[folded] = (typed, before, existed)
+    return {
+        typed: {"exists": exists} if values is None else values for typed, values, exists in wanted.values()
+    }

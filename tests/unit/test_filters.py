@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from kbseek.dates import DocumentDate, day_of, document_date, mtime_day, parse_bound
 from kbseek.errors import InvalidArgument
-from kbseek.filters import FieldCondition, field_rows, field_value, glob_regex, parse_filters, where_from_text
+from kbseek.filters import FieldCondition, field_rows, field_value, parse_filters, where_from_text
+from kbseek.globs import glob_regex
 
 TODAY = date(2026, 3, 31)
 
@@ -80,10 +81,24 @@ def test_where_reads_values_lists_presence_and_refuses_the_rest() -> None:
     }  # fmt: skip
 
 
+def test_where_entries_naming_one_field_combine_and_never_replace_each_other() -> None:
+    assert where_from_text(["topic", "Topic=ops", "topic=db"]) == {"topic": ["ops", "db"]}
+    assert where_from_text(["!draft", "!DRAFT"]) == {"draft": {"exists": False}}
+    for entries in (["topic=operations", "!topic"], ["!topic", "topic"], ["topic", "!Topic"]):
+        with pytest.raises(InvalidArgument, match="both as required and as absent"):
+            where_from_text(entries)
+    with pytest.raises(InvalidArgument, match="a value cannot be negated"):
+        where_from_text(["!topic=ops"])
+    # keys that fold to one field, sent as an object, are two conditions that must both hold
+    assert len(parse_filters(where={"Topic": "a", "topic": {"exists": False}}).where) == 2
+
+
 def test_types_are_parser_names_with_or_without_a_dot() -> None:
     assert parse_filters(types=[".PDF", "md"], known_types=("md", "pdf")).types == ("pdf", "md")
     with pytest.raises(InvalidArgument, match="accepted: md, pdf"):
         parse_filters(types=["doc"], known_types=("md", "pdf"))
+    with pytest.raises(InvalidArgument, match=r"types: '\.\./md' is not"):
+        parse_filters(types=["../md"], known_types=("md", "pdf"))
 
 
 @pytest.mark.parametrize(

@@ -56,14 +56,27 @@ def clamp(name: str, value: int | None, default: int, low: int, high: int, notes
     return value
 
 
+MAX_PREFIX_CHARS = 4096
+"""The longest ``path_prefix`` accepted: the longest path a file system names (``PATH_MAX``)."""
+
+
 def clean_prefix(prefix: str | None, *, literal: bool = False) -> str | None:
     """A ``path_prefix`` as a root-relative path (``None`` for the whole tree); a trailing ``/`` is kept.
 
     Read as people type paths (blanks trimmed, ``\\`` a separator), or with ``literal`` as the scan
     names files (``guard.literal_path``), so that a folder whose name starts or ends with a blank, or
-    holds a backslash, can still be searched by the prefix ``list_topics`` gave for it.
+    holds a backslash, can still be searched by the prefix ``list_topics`` gave for it. Only ``/``,
+    ``.`` and ``./`` mean the whole tree; ``..`` in any position is refused (``PathOutsideRoot``),
+    as every path argument's is, and ``...`` is a name like any other.
     """
-    if prefix is None or not prefix.strip().strip("/."):
+    if prefix is None or not prefix.strip():
+        return None
+    if len(prefix) > MAX_PREFIX_CHARS:
+        raise InvalidArgument(
+            f"path_prefix {bounded(prefix)!r} is {len(prefix)} characters long; no path is longer than "
+            f"{MAX_PREFIX_CHARS}: give the folder the documents are under, e.g. runbooks/"
+        )
+    if all(part in ("", ".") for part in prefix.strip().replace("\\", "/").split("/")):
         return None
     trailing = (prefix if literal else prefix.strip()).endswith("/")
     rel = literal_path(prefix) if literal else relative_path(prefix)
@@ -130,6 +143,13 @@ def search_args(
             "query is empty: pass the words or question to search for, or sort='newest' to list the "
             "newest documents matching the filters"
         )
+    for i, text in enumerate((query, *(also or ()))):
+        if isinstance(text, str) and len(text) > limits.max_query_chars:
+            name = "query" if i == 0 else f"also[{i - 1}]"
+            raise InvalidArgument(
+                f"{name} is {len(text):,} characters long; at most {limits.max_query_chars:,} are searched: "
+                "ask the question in a sentence or a paragraph, and pass a document's path to fetch it"
+            )
     filters = filters or Filters()
     notes: list[str] = []
     n = clamp("limit", limit, limits.default_limit, 1, limits.max_limit, notes)

@@ -493,7 +493,7 @@ class Store(Protocol):
         ``filters.path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and
         ``_`` are ordinary characters) except that ASCII letters match either case; ``filters.tags``
         keeps documents carrying every one of them, ``tags_any`` one of them, compared without case;
-        ``path_globs`` a path matching one (``filters.glob_regex``, ASCII case folded); ``types`` a
+        ``path_globs`` a path matching one (``kbseek.globs``, ASCII case folded); ``types`` a
         parser among them; ``after``/``before`` a day within them, both included; ``where`` front-
         matter fields holding one of the values (folded as ``filters.field_value``), or present or
         absent. Each store translates the one value to its own SQL, with the same results (the

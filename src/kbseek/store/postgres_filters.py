@@ -2,7 +2,7 @@
 
 The two must keep the same documents for the same filters. Where the engines differ the conditions
 here are written to SQLite's meaning: ASCII-only case folding (``translate``, not ``lower``, which
-folds every script), a glob as the regular expression ``filters.glob_regex`` made for both, and
+folds every script), a glob as the regular expression ``globs.glob_regex`` made for both, and
 front-matter values compared as stored, already folded by ``filters.field_rows``.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbseek.filters import SearchFilters, glob_regex
+from kbseek.filters import SearchFilters
+from kbseek.globs import glob_regex, path_forms
 
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
@@ -35,13 +36,16 @@ def filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
         if "\x00" in path_prefix:  # no path holds one
             clauses.append("false")
         else:
-            params["prefix_length"] = len(path_prefix)
-            params["prefix"] = fold_tag(path_prefix)
-            clauses.append(
-                f"translate(left(d.path, %(prefix_length)s), '{ASCII_UPPER}', '{ASCII_LOWER}') = %(prefix)s"
-            )
+            either = []
+            for i, form in enumerate(path_forms(path_prefix)):
+                params[f"prefix_length{i}"] = len(form)
+                params[f"prefix{i}"] = fold_tag(form)
+                either.append(
+                    f"translate(left(d.path, %(prefix_length{i})s), '{ASCII_UPPER}', '{ASCII_LOWER}') = %(prefix{i})s"
+                )
+            clauses.append("(" + " OR ".join(either) + ")")
     if filters.path_globs:
-        params["globs"] = ["(?s)" + glob_regex(g) for g in filters.path_globs]
+        params["globs"] = ["(?s)" + glob_regex(form) for g in filters.path_globs for form in path_forms(g)]
         clauses.append(f"{_FOLDED_PATH} ~ ANY(%(globs)s::text[])")
     if filters.types:
         params["types"] = list(filters.types)

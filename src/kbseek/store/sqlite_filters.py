@@ -9,31 +9,38 @@ the same documents for the same filters; ``tests/core/test_filters_both_stores.p
 from __future__ import annotations
 
 import functools
-import re
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from kbseek.filters import SearchFilters, glob_regex
+from kbseek.errors import InvalidArgument
+from kbseek.filters import SearchFilters
+from kbseek.globs import GlobMatcher, path_forms
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
-    """``X REGEXP Y``, which SQLite parses but leaves to the application: the path globs use it."""
-    conn.create_function("regexp", 2, _regexp, deterministic=True)
+    """``kbseek_glob(glob, path)``: whether a path matches a kept glob (``kbseek.globs``), in time
+    linear in the path whatever the glob, where a backtracking regular expression was exponential."""
+    conn.create_function("kbseek_glob", 2, _glob_matches, deterministic=True)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _matcher(glob: str) -> GlobMatcher:
+    return GlobMatcher(glob)
 
 
-def _regexp(pattern: str, value: str | None) -> bool:
-    return value is not None and _compiled(pattern).search(value) is not None
+def _glob_matches(glob: str, path: str | None) -> bool:
+    return path is not None and _matcher(glob).matches(path.translate(_ASCII_LOWER))
 
 
 def _marks(values: tuple[object, ...] | list[object]) -> str:
@@ -49,17 +56,25 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
     """
     clauses: list[str] = []
     if filters.path_prefix:
-        escaped = filters.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        clauses.append("d.path LIKE ? ESCAPE '\\'")
-        params.append(escaped + "%")
+        either = []
+        for form in path_forms(filters.path_prefix):
+            escaped = form.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            either.append("d.path LIKE ? ESCAPE '\\'")
+            params.append(escaped + "%")
+        clauses.append("(" + " OR ".join(either) + ")")
     if filters.path_globs:
-        # LIKE first, natively: a pattern every path matching the glob matches, so the regular
-        # expression (a Python call a row) runs only on the paths that may match. LIKE already
-        # folds ASCII letters, as the glob was folded: no lower() for every path.
+        # LIKE first, natively: a pattern every path matching the glob matches, so the matcher
+        # (a Python call a row) runs only on the paths that may match. LIKE folds ASCII letters,
+        # as the glob was folded; each Unicode normal form of the glob has its own LIKE.
         either = []
         for glob in filters.path_globs:
-            either.append("(d.path LIKE ? ESCAPE '\\' AND lower(d.path) REGEXP ?)")
-            params.extend((glob_like(glob), glob_regex(glob)))
+            likes = [glob_like(form) for form in path_forms(glob)]
+            either.append(
+                "(("
+                + " OR ".join("d.path LIKE ? ESCAPE '\\'" for _ in likes)
+                + ") AND kbseek_glob(?, d.path))"
+            )
+            params.extend((*likes, glob))
         clauses.append("(" + " OR ".join(either) + ")")
     if filters.types:
         clauses.append(f"d.parser IN ({_marks(filters.types)})")
@@ -93,7 +108,7 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
 def glob_like(glob: str) -> str:
     """A ``LIKE`` pattern (escape ``\\``) that every path matching ``glob`` matches: ``**/`` and each
     other wildcard become ``%`` or ``_``, a literal ``%``, ``_`` or ``\\`` is escaped. A superset of
-    the glob (``*`` may cross folders here), which ``glob_regex`` then decides exactly."""
+    the glob (``*`` may cross folders here), which the glob's matcher then decides exactly."""
     if "/" not in glob.rstrip("/"):
         glob = "**/" + glob
     out: list[str] = []
@@ -146,8 +161,40 @@ def _ids(joined: str | None) -> Ids:
     return np.array(joined.split(","), dtype=np.int64) if joined else np.empty(0, dtype=np.int64)
 
 
+FILTER_BUDGET_S = 3.0
+"""How long the filters of one search may take to check against the documents, as PostgreSQL's
+reads are bounded (``postgres_deadline.READ``). Every filter is linear in the documents, so this
+is reached only by many globs over a very large knowledge base; the search is then refused."""
+
+
+@contextmanager
+def within_budget(conn: sqlite3.Connection, seconds: float | None = None) -> Iterator[None]:
+    """Interrupt the statements run inside once ``seconds`` (:data:`FILTER_BUDGET_S`) have passed,
+    and refuse the search in words: one call must never hold a connection, and the caller can
+    narrow what it asked for. SQLite calls the handler every few thousand instructions."""
+    budget = FILTER_BUDGET_S if seconds is None else seconds
+    deadline = time.monotonic() + budget
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 4000)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" not in str(exc):
+            raise
+        raise InvalidArgument(
+            f"the filters took more than {budget:g} s to check against the documents; narrow "
+            "them: a path_prefix, or fewer globs with fewer wildcards"
+        ) from None
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
 def passing_documents(conn: sqlite3.Connection, filters: SearchFilters) -> Ids:
-    """The ids of the documents passing ``filters``, ascending."""
+    """The ids of the documents passing ``filters``, ascending, within :data:`FILTER_BUDGET_S`."""
+    with within_budget(conn):
+        return _passing_documents(conn, filters)
+
+
+def _passing_documents(conn: sqlite3.Connection, filters: SearchFilters) -> Ids:
     found: list[Ids] = []
     excluded: list[Ids] = []
     for condition in filters.where:
@@ -260,7 +307,8 @@ def newest_chunks(conn: sqlite3.Connection, filters: SearchFilters, limit: int) 
         f" WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id) {where}"
         " ORDER BY x.day DESC, d.mtime_ns DESC, d.path LIMIT ?"
     )
-    return [int(r[0]) for r in conn.execute(sql, [*params, max(limit, 0)])]
+    with within_budget(conn):
+        return [int(r[0]) for r in conn.execute(sql, [*params, max(limit, 0)])]
 
 
 def field_facets(

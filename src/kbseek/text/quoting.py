@@ -7,6 +7,8 @@ server's errors, the prompts) and the response shaping all cut echoes here, the 
 
 from __future__ import annotations
 
+import reprlib
+
 from kbseek.text.plurals import counted
 
 ECHO_CHARS = 300
@@ -27,3 +29,16 @@ def bounded_middle(text: str, most: int) -> str:
         return text
     keep = max(most // 2, 1)
     return f"{text[:keep]}…({counted(len(text) - 2 * keep, 'more character')})…{text[-keep:]}"
+
+
+_SHORT_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxdict = _SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxset = 6
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 80
+
+
+def shown_value(value: object) -> str:
+    """A value a caller sent (a JSON object, a list, a string), as a message quotes it: nested three
+    levels at most and cut to :data:`ECHO_CHARS`, so a value nested 100,000 deep or 1 MB long is still
+    a short sentence and never a recursion error."""
+    return bounded(_SHORT_REPR.repr(value))
