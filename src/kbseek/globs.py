@@ -99,6 +99,11 @@ def _collapsed(glob: str) -> str:
 
 _LITERAL, _ONE, _STAR, _ANY, _DIRS = "lit", "?", "*", "**", "**/"
 
+MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a\u1160-\u11ff"
+"""The combining characters a decomposed (NFD) name puts after a letter: Latin accents, the kana
+voicing marks, a Hangul syllable's vowel and final jamo. ``?`` takes them with its character."""
+_MARK = re.compile(f"[{MARKS}]")
+
 
 def _tokens(glob: str) -> list[str]:
     """The kept glob as wildcard tokens and single literal characters, as :func:`glob_regex` and the
@@ -143,9 +148,10 @@ def glob_regex(glob: str) -> str:
     ``a/b``), and a glob without ``/`` matches a file name in any folder (as in ``.gitignore``).
 
     Only ``^ $ . * ( ) | [^/]`` and backslash escapes of punctuation are produced, which Python's
-    ``re`` and PostgreSQL's regular expressions read alike.
+    ``re`` and PostgreSQL's regular expressions read alike. ``?`` is one character with the marks
+    that follow it (:data:`MARKS`), so it matches ``ガ`` whether the name was written composed or not.
     """
-    pieces = {_DIRS: "(.*/)?", _ANY: ".*", _STAR: "[^/]*", _ONE: "[^/]"}
+    pieces = {_DIRS: "(.*/)?", _ANY: ".*", _STAR: "[^/]*", _ONE: f"[^/][{MARKS}]*"}
     out: list[str] = ["^"]
     for kind, char in _parts(glob):
         if kind != _LITERAL:
@@ -181,8 +187,9 @@ class _Automaton:
     """
 
     advance: dict[str, int]
+    """By literal character of the glob, :data:`_MARK_KEY` for a combining mark it does not name,
+    :data:`_OTHER_KEY` for any other character."""
     loop: dict[str, int]
-    other: tuple[int, int]
     skip1: int
     skip2: int
     accept: int
@@ -195,8 +202,8 @@ class _Automaton:
             states = wider
 
     def step(self, states: int, char: str) -> int:
-        advance = self.advance.get(char, self.other[0])
-        loop = self.loop.get(char, self.other[1])
+        key = char if char in self.advance else _MARK_KEY if _MARK.match(char) else _OTHER_KEY
+        advance, loop = self.advance[key], self.loop[key]
         return self.closure(((states & advance) << 1) | (states & loop))
 
 
@@ -230,28 +237,37 @@ class _Form:
         return bool(states & automaton.accept)
 
 
+_MARK_KEY, _OTHER_KEY = "mark", ""
+"""The keys of the masks for a combining mark the glob does not name, and for any other character
+the glob does not name (neither is one character, so neither is a literal's key)."""
+
+
 def _automaton(glob: str) -> _Automaton:
-    """The states of one glob form: a literal, ``?`` and ``*`` one state each, ``**`` one, ``**/``
-    two (its entry, which may skip or enter, and its loop, which leaves on a ``/``)."""
+    """The states of one glob form: a literal and ``*`` one state each, ``?`` two (its character,
+    then the marks that follow it), ``**`` one, ``**/`` two (its entry, which may skip or enter, and
+    its loop, which leaves on a ``/``)."""
     literals: set[str] = {"/"}
     states: list[tuple[str, str]] = []  # (kind, literal) per state
     for kind, char in _parts(glob):
         if kind == _DIRS:
             states += [("dirs-entry", ""), ("dirs-loop", "")]
+        elif kind == _ONE:
+            states += [(_ONE, ""), ("marks", "")]
         else:
             states.append((kind, char))
             if kind == _LITERAL:
                 literals.add(char)
 
-    def masks(char: str | None) -> tuple[int, int]:
-        """(advance, loop) for ``char``; ``None`` stands for any character the glob does not name."""
+    def masks(char: str) -> tuple[int, int]:
+        """(advance, loop) for ``char``: a literal, :data:`_MARK_KEY` or :data:`_OTHER_KEY`."""
+        mark = char == _MARK_KEY or (len(char) == 1 and _MARK.match(char) is not None)
         advance = loop = 0
         for i, (kind, literal) in enumerate(states):
             bit = 1 << i
             takes = char != "/"  # what ?, * and a literal other than / take
             if (kind == _LITERAL and char == literal) or (kind == _ONE and takes):
                 advance |= bit
-            elif (kind == _STAR and takes) or kind == _ANY:
+            elif (kind == _STAR and takes) or kind == _ANY or (kind == "marks" and mark):
                 loop |= bit
             elif kind == "dirs-loop":
                 loop |= bit
@@ -259,13 +275,13 @@ def _automaton(glob: str) -> _Automaton:
                     advance |= bit
         return advance, loop
 
-    skip1 = sum(1 << i for i, (kind, _) in enumerate(states) if kind in (_STAR, _ANY, "dirs-entry"))
+    skippable = (_STAR, _ANY, "dirs-entry", "marks")
+    skip1 = sum(1 << i for i, (kind, _) in enumerate(states) if kind in skippable)
     skip2 = sum(1 << i for i, (kind, _) in enumerate(states) if kind == "dirs-entry")
-    by_char = {c: masks(c) for c in literals}
+    by_char = {c: masks(c) for c in (*literals, _MARK_KEY, _OTHER_KEY)}
     return _Automaton(
         advance={c: m[0] for c, m in by_char.items()},
         loop={c: m[1] for c, m in by_char.items()},
-        other=masks(None),
         skip1=skip1,
         skip2=skip2,
         accept=1 << len(states),

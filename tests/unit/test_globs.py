@@ -34,13 +34,25 @@ backtracking match it replaces ran for minutes to hours (38 s for the shortest r
 
 
 def finishes(call: Callable[[], object]) -> object:
-    """``call()``'s value, failing the test if it has not returned within :data:`HANG_S`."""
-    box: list[object] = []
-    worker = threading.Thread(target=lambda: box.append(call()), daemon=True)
+    """``call()``'s value (or its exception, raised here), failing the test if it has not returned
+    within :data:`HANG_S`."""
+    box: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # handed to the test's own thread
+            box.append((False, exc))
+
+    worker = threading.Thread(target=run, daemon=True)
     worker.start()
     worker.join(HANG_S)
     assert box, f"still running after {HANG_S:g} s: the match backtracks"
-    return box[0]
+    done, value = box[0]
+    if not done:
+        assert isinstance(value, BaseException)
+        raise value
+    return value
 
 
 def reference(glob: str, path: str) -> bool:

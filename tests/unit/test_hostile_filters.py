@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbseek.errors import InvalidArgument
 from kbseek.filters import parse_filters
 from kbseek.store import sqlite_filters
 from kbseek.store.base import Store
+from tests.core.test_filter_fuzz import glob_matches
 from tests.unit.test_globs import BACKTRACKING_FAMILIES, finishes
 from tests.unit.test_store_contract import BACKENDS, write
 from tests.unit.test_store_filters import doc, paths
@@ -88,3 +91,31 @@ def test_filters_past_their_time_budget_refuse_the_search_in_words(
         assert len(paths(store, parse_filters(path_globs=["notes/n1?.md"]))) == 10
     finally:
         store.close()
+
+
+GLOB_PATHS = [
+    "runbooks/db/failover.md", "runbooks/Deploy.MD", "adr/0001-flags.md", NFC_NAME, NFD_NAME,
+    unicodedata.normalize("NFD", "café/résumé.md"), "a b/x.y.md", "k/kkk/k.md",
+]  # fmt: skip
+_PIECES = st.sampled_from(
+    ["*", "**", "?", "/", "**/", "k", "db", "md", ".", "ガ", "ガ", "é", "runbooks", "-"]
+)
+
+
+def test_random_globs_keep_what_the_documented_rules_say_on_every_store(store: Store) -> None:
+    """Globs drawn from wildcards and the corpus' own characters, against the reference matcher of
+    ``tests/core/test_filter_fuzz.py`` (the documented rules, NFC on both sides): both stores agree
+    with it, so a team's readers and a laptop keep the same documents."""
+    write(store, *(doc(p) for p in GLOB_PATHS))
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(_PIECES, min_size=1, max_size=7).map("".join))
+    def check(glob: str) -> None:
+        try:
+            filters = parse_filters(path_globs=[glob])
+        except InvalidArgument:
+            return
+        expected = {p for p in GLOB_PATHS if glob_matches(glob, p)}
+        assert finishes(lambda: paths(store, filters)) == expected, glob
+
+    check()
