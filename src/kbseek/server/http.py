@@ -25,7 +25,16 @@ Invalid params with a validator dump; what is not JSON the SDK answers with Pars
 is closed (with ``408`` if part of a request came); a body must arrive within ``body_timeout_s``
 of its headers; an idle kept-alive connection is closed after ``keep_alive_s``; and past
 ``max_connections`` open connections a new one is answered ``503`` with ``Retry-After`` and
-closed at once, so slow or stalled clients cannot hold an unbounded number of descriptors.
+closed at once, so slow or stalled clients cannot hold an unbounded number of descriptors. A
+request line and headers must fit in h11's buffer (16 KiB unless uvicorn is told otherwise): a
+longer request line is answered ``414 URI Too Long``, longer headers ``431 Request Header Fields
+Too Large``, and the connection is then closed gracefully, the rest of what the client is
+sending read and dropped first (up to ``LINGER_BYTES``, within ``header_timeout_s``), so that the
+close does not reset the connection and lose the answer.
+
+Host names are case-insensitive (RFC 9110, RFC 3986): ``Host`` and ``Origin`` are compared with the
+allow-lists with ASCII letters folded to lower case, so ``LOCALHOST:8000`` is ``localhost:8000``;
+the port, and everything else, must match exactly.
 """
 
 import asyncio
@@ -33,6 +42,8 @@ import hmac
 import json
 import logging
 import os
+import re
+import string
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,21 +169,21 @@ class Guard:
         self.web = web
         self.ready = ready
         self.policy = policy
-        self._hosts = policy.hosts()
-        self._origins = policy.origins()
+        self._hosts = {fold_case(h) for h in policy.hosts()}
+        self._origins = {fold_case(o) for o in policy.origins()}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if headers.get("host", "") not in self._hosts:
+        if fold_case(headers.get("host", "")) not in self._hosts:
             await _respond(
                 send, 403, "request refused: the Host header is not allowed (DNS-rebinding protection)"
             )
             return
         origin = headers.get("origin")
-        if origin is not None and origin not in self._origins:
+        if origin is not None and fold_case(origin) not in self._origins:
             await _respond(
                 send, 403, "request refused: the Origin header is not allowed (DNS-rebinding protection)"
             )
@@ -215,6 +226,15 @@ class Guard:
             return True
         expected = f"Bearer {self.policy.token}"
         return hmac.compare_digest(headers.get("authorization", "").encode(), expected.encode())
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def fold_case(value: str) -> str:
+    """``value`` with ASCII letters in lower case, for comparing host names (case-insensitive);
+    digits, punctuation and any other character are left as they are."""
+    return value.translate(_ASCII_LOWER)
 
 
 def _from_loopback(scope: Scope) -> bool:
@@ -386,12 +406,36 @@ def _raw_answer(status: str, text: str, *headers: str) -> bytes:
 
 
 REFUSAL_LOG_EVERY_S = 60.0
+LINGER_BYTES = 2 * MAX_BODY_BYTES
+"""After answering a request refused before it was read whole (``414``, ``431``), how much more of
+what the client sends is read and dropped before the connection is closed anyway."""
 _REQUEST_TIMEOUT = _raw_answer("408 Request Timeout", "the request did not arrive in time; send it again")
 _TOO_MANY_CONNECTIONS = _raw_answer(
     "503 Service Unavailable",
     "too many open connections; retry after a wait",
     f"retry-after: {RETRY_AFTER_S}",
 )
+
+
+_HEAD_END = re.compile(rb"\n\r?\n")
+"""The blank line that ends a request line and headers (h11 takes a bare ``\\n`` too)."""
+
+
+def head_too_large(received: bytes, limit: int) -> bytes | None:
+    """The answer refusing a request whose line and headers, begun in ``received``, do not end
+    within ``limit`` bytes: ``414`` if the request line does not, else ``431``; ``None`` if they
+    do end within it, or might still (``received`` is no longer than ``limit``)."""
+    if len(received) <= limit or _HEAD_END.search(received, 0, limit) is not None:
+        return None
+    if b"\n" not in received[:limit].lstrip(b"\r\n"):
+        return _raw_answer(
+            "414 URI Too Long",
+            f"the URL is too long: the request line and headers must fit in {limit:,} bytes",
+        )
+    return _raw_answer(
+        "431 Request Header Fields Too Large",
+        f"the request headers are too large: the request line and headers must fit in {limit:,} bytes",
+    )
 
 
 def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
@@ -402,15 +446,46 @@ def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
     byte at a time, it keeps for ever. Here each connection has one deadline at a time: for
     its headers from when it opens or has been answered, for its body from when the headers are
     in, none while the app works or streams. And one connection past the cap is refused at once.
+
+    A request line and headers must end within h11's buffer size (``h11_max_incomplete_event_size``),
+    however the bytes arrive: h11 refuses them only when they are still unfinished past it after
+    a read (so a long head read at once passed), and uvicorn then answers ``400`` and closes with
+    the rest of the request unread, which resets the connection and usually loses the answer.
+    Here they are measured as they come, answered ``414`` or ``431``, and the connection closed
+    only once the client has sent the rest (see :data:`LINGER_BYTES`).
     """
     import h11
+    from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     refusals_logged = [-REFUSAL_LOG_EVERY_S]
 
+    class HintedConnection(h11.Connection):
+        """h11's connection, noting when a protocol error came while a request line and headers
+        were awaited, and the status it hinted at (``431``: they outgrew the buffer)."""
+
+        head_refused_with: int | None = None
+
+        def next_event(self) -> Any:
+            awaiting_head = self.their_state is h11.IDLE
+            try:
+                return super().next_event()
+            except h11.RemoteProtocolError as exc:
+                self.head_refused_with = exc.error_status_hint if awaiting_head else None
+                raise
+
     class EdgeProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
         _phase: str | None = None
+        _lingering: int | None = None
+        """Bytes still to drop after an early answer, once one was given."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            configured = self.config.h11_max_incomplete_event_size
+            self._head_limit = DEFAULT_MAX_INCOMPLETE_EVENT_SIZE if configured is None else configured
+            self._hinted = HintedConnection(h11.SERVER, self._head_limit)
+            self.conn = self._hinted
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -425,8 +500,49 @@ def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
             self._watch()
 
         def data_received(self, data: bytes) -> None:
+            if self._lingering is not None:  # answered already: drop the rest of the request
+                self._lingering -= len(data)
+                if self._lingering < 0:
+                    self.transport.close()
+                return
             super().data_received(data)
             self._watch()
+
+        def handle_events(self) -> None:
+            """Measure a request line and headers before h11 reads them, whether they came in one
+            read or many, or were already waiting behind a pipelined request."""
+            if self._hinted.their_state is h11.IDLE and self._hinted.our_state is h11.IDLE:
+                refusal = head_too_large(self._hinted.trailing_data[0], self._head_limit)
+                if refusal is not None:
+                    self._answer_early(refusal)
+                    return
+            super().handle_events()
+
+        def send_400_response(self, msg: str) -> None:
+            """h11 found a request line and headers too long where :meth:`handle_events` did not
+            look (a pipelined request uvicorn reads on in the same pass): the same answer; any
+            other broken request keeps uvicorn's ``400``."""
+            if self._hinted.head_refused_with == 431 and self._hinted.our_state is h11.IDLE:
+                refusal = head_too_large(self._hinted.trailing_data[0], self._head_limit)
+                if refusal is not None:
+                    self._answer_early(refusal)
+                    return
+            super().send_400_response(msg)
+
+        def _answer_early(self, answer: bytes) -> None:
+            """Answer before the request was read whole, and close without a reset: closing with
+            the rest of the request unread would reset the connection and could lose the answer.
+            The write side is shut at once (the client reads the answer and then the end); the
+            connection is closed when the client has closed its side, past :data:`LINGER_BYTES`
+            more, or after the header timeout, whichever comes first."""
+            log.info("refused a request: %s", answer.split(b"\r\n", 1)[0].decode())
+            self.transport.write(answer)
+            self._unset_keepalive_if_required()
+            self._disarm()
+            self._lingering = LINGER_BYTES
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._deadline = self.loop.call_later(policy.header_timeout_s, self.transport.close)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -438,6 +554,8 @@ def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
 
         def _watch(self) -> None:
             """Arm the deadline of the phase the client is in: sending headers, a body, or neither."""
+            if self._lingering is not None:
+                return
             if self.transport.is_closing():
                 self._disarm()
                 return
