@@ -119,3 +119,21 @@ def test_random_globs_keep_what_the_documented_rules_say_on_every_store(store: S
         assert finishes(lambda: paths(store, filters)) == expected, glob
 
     check()
+
+
+LARGEST_GLOBS = [
+    "?" * 32 + "a" * 480,
+    "/".join(["*x?"] * 16) + "y" * (512 - 16 * 4 + 1),
+    "**/" + "ガ?" * 31 + "é" * 420,
+    ("a*" * 32 + "b" * 512)[:512],
+]
+
+
+@pytest.mark.parametrize("glob", LARGEST_GLOBS, ids=["32 ?", "16 folders", "marks", "32 *"])
+def test_the_largest_accepted_globs_are_answered_on_every_store(store: Store, glob: str) -> None:
+    """At the caps (512 characters, 32 wildcards) each store still reads the glob: PostgreSQL's
+    regular expressions have a size limit of their own, which must lie beyond what is accepted."""
+    corpus(store, "a" * 100 + "/" + "b" * 100)
+    filters = parse_filters(path_globs=[glob])
+    assert len(filters.path_globs[0]) <= 512
+    assert finishes(lambda: paths(store, filters)) == set()
