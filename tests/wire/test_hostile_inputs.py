@@ -33,7 +33,7 @@ from tests.wire.serving import get, serving
 WORST_GLOB = "*" * 24 + "k*/failover.md"
 LONG = "a" * 50_001
 LONG_IN_A_URL = "a" * 6_000
-"""Past every filter's cap, within the URL's (a longer URL is answered 414)."""
+"""Past every filter's cap, within the URL's (64 KiB; a longer URL is answered 414)."""
 NFC_GLOB = "*引き継ぎ*"
 NFD_GLOB = unicodedata.normalize("NFD", NFC_GLOB)
 
@@ -159,6 +159,7 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         {"path_prefix": LONG_IN_A_URL},
         {"where": f"topic={LONG_IN_A_URL}"},
         {"q": "rollback " * 250},
+        {"q": "障害対応の手順" * 300},
         {"where": ["topic=operations", "!topic"]},
         {"path_prefix": ".."},
         {"path_prefix": "../"},
@@ -170,6 +171,7 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         "long prefix",
         "long where",
         "long query",
+        "long Japanese query",
         "contradiction",
         "..",
         "../",
@@ -186,8 +188,13 @@ def test_the_web_api_answers_400_in_one_sentence(port: int, params: dict[str, An
 
 
 def test_a_url_past_its_cap_is_answered_414(port: int) -> None:
-    status, body = api(port, q="failover", glob=LONG)
+    status, body = api(port, q="failover", glob="a" * 100_000)
     assert status == 414 and len(body["error"]) < 300
+
+
+def test_a_japanese_query_at_its_cap_fits_in_a_url(port: int) -> None:
+    status, body = api(port, q=("障害対応の手順" * 300)[:2000], glob="runbooks/**")
+    assert status == 200, body
 
 
 def test_a_percent_encoded_climb_is_refused_like_a_typed_one(port: int) -> None:

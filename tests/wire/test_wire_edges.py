@@ -71,11 +71,11 @@ MALFORMED: list[tuple[str, bytes, int, int | str | None]] = [
     ("deep nesting in params", b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":' + b"[" * 300 + b"]" * 300 + b"}}", PARSE_ERROR, 4),
     ("batch array", b'[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]', INVALID_REQUEST, None),
     ("empty batch", b"[]", INVALID_REQUEST, None),
-    ("not UTF-8", b'{"jsonrpc":"2.0","id":6,"method":"\xff"}', PARSE_ERROR, None),
+    ("not UTF-8", b'{"jsonrpc":"2.0","id":6,"method":"\xff"}', PARSE_ERROR, 6),  # the id is read before the bad byte
     ("method not a string", b'{"jsonrpc":"2.0","id":"seven","method":7}', INVALID_REQUEST, "seven"),
     ("wrong jsonrpc version", b'{"jsonrpc":"1.0","id":8,"method":"ping"}', INVALID_REQUEST, 8),
     ("a bare number", b"42", INVALID_REQUEST, None),
-    ("over the line cap", b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"' + b"x" * (1024 * 1024) + b'"}}', PARSE_ERROR, None),
+    ("over the line cap", b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"' + b"x" * (1024 * 1024) + b'"}}', PARSE_ERROR, 9),
 ]  # fmt: skip
 
 

@@ -26,7 +26,7 @@ is closed (with ``408`` if part of a request came); a body must arrive within ``
 of its headers; an idle kept-alive connection is closed after ``keep_alive_s``; and past
 ``max_connections`` open connections a new one is answered ``503`` with ``Retry-After`` and
 closed at once, so slow or stalled clients cannot hold an unbounded number of descriptors. A
-request line and headers must fit in h11's buffer (16 KiB unless uvicorn is told otherwise): a
+request line and headers must fit in :data:`MAX_HEAD_BYTES` (64 KiB): a
 longer request line is answered ``414 URI Too Long``, longer headers ``431 Request Header Fields
 Too Large``, and the connection is then closed gracefully, the rest of what the client is
 sending read and dropped first (up to ``LINGER_BYTES``, within ``header_timeout_s``), so that the
@@ -588,11 +588,17 @@ def edge_protocol(policy: HttpPolicy) -> type[asyncio.Protocol]:
     return EdgeProtocol
 
 
+MAX_HEAD_BYTES = 64 * 1024
+"""The longest request line and headers together. h11's own default (16 KiB) is shorter than a
+search at its query cap: 2,000 Japanese characters are 18,000 bytes percent-encoded in a URL, and
+the filters come beside them. A longer head is ``414`` (its request line) or ``431`` (headers)."""
+
+
 def serve_http(app: ASGIApp, policy: HttpPolicy, host: str) -> None:
     """Serve ``app`` (from :func:`build_http_app`) at ``host:policy.port`` until interrupted."""
     import uvicorn
 
     uvicorn.run(
         app, host=host, port=policy.port, log_level="warning", http=edge_protocol(policy),
-        timeout_keep_alive=policy.keep_alive_s,
+        timeout_keep_alive=policy.keep_alive_s, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )  # fmt: skip
