@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
@@ -35,8 +36,12 @@ BOUND_FORMS = (
 )
 """What ``after``/``before`` accept, said in every refusal of one."""
 
-_LEADING_DAY = re.compile(r"\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?=$|[T\s]|[+-]\d|Z)")
-_AGE = re.compile(r"(\d{1,5})\s*(d|days?|w|weeks?|m|mo|months?|y|years?)(?:\s+ago)?", re.IGNORECASE)
+_DAY_FORM = r"\s*({d}{{4}})[-/.]({d}{{1,2}})[-/.]({d}{{1,2}})(?=$|[T\s]|[+-]{d}|Z)"
+_LEADING_DAY = re.compile(_DAY_FORM.format(d=r"\d"))
+"""A day at the start of a front-matter value, in the decimal digits of any script (see :func:`day_of`)."""
+_BOUND_DAY = re.compile(_DAY_FORM.format(d="[0-9]"))
+"""A day at the start of a filter's bound: ASCII digits only, as the documented ``YYYY-MM-DD`` says."""
+_AGE = re.compile(r"([0-9]{1,5})\s*(d|days?|w|weeks?|m|mo|months?|y|years?)(?:\s+ago)?", re.IGNORECASE)
 
 
 class DocumentDate(NamedTuple):
@@ -51,6 +56,13 @@ def day_of(value: object) -> str | None:
 
     YAML already turned an unquoted ``2026-03-01`` into an ISO string; a quoted one, a datetime with
     an offset (its day as written, not converted) and ``2026/03/01`` are read the same way.
+
+    Front matter is read leniently: its digits may be those of any script (``２０２６-０３-０１``,
+    typed with a Japanese input method, is 2026-03-01). The notes are other people's files, written
+    by hand; a date their author plainly meant would otherwise be dropped for the file's
+    modification time. The day is stored in ASCII digits either way. What a person types into a
+    filter is read strictly instead (:func:`parse_bound`): a request is answered at once, and a
+    refusal saying how to write it costs less than a reading that guessed.
     """
     if isinstance(value, datetime):
         return value.date().isoformat()
@@ -92,7 +104,11 @@ def document_date(
 
 def parse_bound(name: str, value: object, *, today: date | None = None) -> str | None:
     """A filter's ``after``/``before`` as a day, or ``None`` when omitted; anything else unreadable
-    is an :class:`InvalidArgument` that quotes it and lists what is accepted."""
+    is an :class:`InvalidArgument` that quotes it and lists what is accepted.
+
+    Digits are ASCII only (``0-9``), as the forms are documented: ``２０２６-０３-０１`` or ``٧d`` is
+    refused with a message saying to write the digits in ASCII, unlike a front-matter date
+    (:func:`day_of`), which is read from a file nobody can be asked to rewrite."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -110,16 +126,28 @@ def parse_bound(name: str, value: object, *, today: date | None = None) -> str |
         return (today - timedelta(days=1)).isoformat()
     if (m := _AGE.fullmatch(text)) is not None:
         return _before(today, int(m[1]), m[2][0].lower()).isoformat()
-    day = day_of(text) if _LEADING_DAY.match(text) else None
+    day = day_of(text) if _BOUND_DAY.match(text) else None
     if day is None or not _iso_enough(text):
         shown = text if len(text) <= 60 else text[:57] + "..."
+        if (ascii_form := _ascii_digits(text)) != text:
+            try:
+                parse_bound(name, ascii_form, today=today)
+                fix = f"write {name}={ascii_form if len(ascii_form) <= 60 else ascii_form[:57] + '...'}"
+            except InvalidArgument:
+                fix = f"expected {BOUND_FORMS}"
+            raise InvalidArgument(f"{name}={shown!r} is not a date: its digits must be ASCII (0-9); {fix}")
         raise InvalidArgument(f"{name}={shown!r} is not a date: expected {BOUND_FORMS}")
     return day
 
 
+def _ascii_digits(text: str) -> str:
+    """``text`` with the decimal digits of every script written as ASCII ones (``２０`` is ``20``)."""
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+
+
 def _iso_enough(text: str) -> bool:
     """Whether text after a leading day is a time ISO 8601 allows (so ``2026-03-01 junk`` is refused)."""
-    rest = _LEADING_DAY.sub("", text, count=1).strip()
+    rest = _BOUND_DAY.sub("", text, count=1).strip()
     if not rest:
         return True
     try:

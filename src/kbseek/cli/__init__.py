@@ -18,7 +18,7 @@ import click
 from kbseek import Filters, IndexReport, KnowledgeBase, __version__, render
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
-from kbseek.cli.options import configure_logging, kb_options, shared_options
+from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, configure_logging, kb_options, shared_options
 from kbseek.filters import where_from_text
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
@@ -221,7 +221,7 @@ def index(
 )
 @click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
-@click.option("--port", default=8765, show_default=True, type=int, help="Port to bind with --http.")
+@click.option("--port", default=8765, show_default=True, type=WHOLE_NUMBER, help="Port to bind with --http.")
 @click.option("--allow-remote", is_flag=True, help="Allow binding a non-loopback address with --http.")
 @click.option(
     "--allow-host", "allow_hosts", multiple=True, help="Extra allowed Host header value (repeatable)."
@@ -239,14 +239,14 @@ def index(
     "--max-sessions",
     default=MAX_SESSIONS,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=WholeNumberRange(min=1),
     help="Open MCP sessions at once; more are answered 429 with Retry-After.",
 )
 @click.option(
     "--max-body-bytes",
     default=MAX_BODY_BYTES,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=WholeNumberRange(min=1),
     help="Largest request body accepted; larger ones are answered 413.",
 )
 @click.option("--ui-allow-remote", is_flag=True, help="Offer the /ui web page to other machines too.")
@@ -325,7 +325,7 @@ def serve(
 @cli.command()
 @kb_options(reader=True)
 @click.argument("query", default="")
-@click.option("-n", "--limit", type=int, default=None, help="Number of hits (default 5).")
+@click.option("-n", "--limit", type=WHOLE_NUMBER, default=None, help="Number of hits (default 5).")
 @click.option("--path-prefix", default=None, help="Only documents under this folder.")
 @click.option("--tag", "tags", multiple=True, help="Only documents with this tag (repeatable: all of them).")
 @click.option(
@@ -345,7 +345,7 @@ def serve(
     "--sort", type=click.Choice(["relevance", "newest"]), default="relevance", show_default=True,
     help="newest: newest documents first; without a query, list what changed most recently.",
 )  # fmt: skip
-@click.option("--snippet-chars", type=int, default=None, help="Snippet length in characters.")
+@click.option("--snippet-chars", type=WHOLE_NUMBER, default=None, help="Snippet length in characters.")
 @click.option("--explain", is_flag=True, help="Show per-leg ranks and scores.")
 @click.option(
     "--also", "also", multiple=True, metavar="TEXT",
@@ -384,7 +384,9 @@ def search(
 @cli.command()
 @kb_options(reader=True)
 @click.argument("chunk_ids", metavar="CHUNK_ID...", nargs=-1, required=True)
-@click.option("--context", type=int, default=None, help="Neighbouring chunks on each side (default 1).")
+@click.option(
+    "--context", type=WHOLE_NUMBER, default=None, help="Neighbouring chunks on each side (default 1)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def fetch(kb: KnowledgeBase, chunk_ids: tuple[str, ...], context: int | None, as_json: bool) -> None:
     """Print the full passages of search hits by chunk id, with neighbouring chunks joined.
@@ -445,8 +447,8 @@ def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
 @cli.command("get")
 @kb_options(read_only=True)
 @click.argument("path")
-@click.option("--offset", type=int, default=0, help="Character offset to start at.")
-@click.option("--max-chars", type=int, default=None, help="Characters to return.")
+@click.option("--offset", type=WHOLE_NUMBER, default=0, help="Character offset to start at.")
+@click.option("--max-chars", type=WHOLE_NUMBER, default=None, help="Characters to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 def get_document(kb: KnowledgeBase, path: str, offset: int, max_chars: int | None, as_json: bool) -> None:
     """Print a document by its path relative to the knowledge-base root (through the same guard as MCP)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from kbseek.cli.library import several_or_one
 from kbseek.config import find_config, load_config_file
 from kbseek.errors import ConfigError
 from kbseek.facade.status import index_command
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 
 Command = Callable[..., Any]
 
@@ -60,6 +62,71 @@ _OPTIONS = (
     click.option("--lexical-only", is_flag=True, help="Do not load the embedding model; keyword search only."),
     click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv for debug)."),
 )  # fmt: skip
+
+
+_WHOLE = re.compile(r"-?[0-9]+")
+MAX_DIGITS = 100
+"""The most digits a number option may have: a number past a range is moved to its limit anyway."""
+
+
+def ascii_whole(value: str) -> int | str:
+    """``value`` as a whole number in ASCII digits (an optional leading ``-``), or the sentence
+    saying why it is not one and how to write it.
+
+    click's ``INT`` is Python's ``int``, which also reads ``+5``, ``1_0``, `` 5 `` and the digits of
+    every script (``٥``, ``５``); the options are documented as numbers, so those are refused.
+    """
+    if _WHOLE.fullmatch(value) is None:
+        meant = _meant(value)
+        hint = f": write {meant}" if meant is not None else ""
+        return (
+            f"{bounded_middle(value, ECHO_CHARS)!r} is not a whole number written in ASCII digits (0-9){hint}"
+        )
+    digits = len(value.lstrip("-"))
+    if digits > MAX_DIGITS:
+        return f"the number has {digits} digits, more than the {MAX_DIGITS} read: pass one in range"
+    return int(value)
+
+
+def _meant(value: str) -> int | None:
+    """The number Python's lenient ``int`` reads in ``value``, to suggest, when it reads one."""
+    if len(value) > 2 * MAX_DIGITS:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _ascii_first(
+    kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
+) -> Any:
+    """A command-line string read by :func:`ascii_whole` (a usage error when it is no number);
+    a default, already an ``int``, as it is."""
+    if not isinstance(value, str):
+        return value
+    read = ascii_whole(value)
+    if isinstance(read, str):
+        kind.fail(read, param, ctx)
+    return read
+
+
+class WholeNumber(click.types.IntParamType):
+    """click's ``INT`` in ASCII digits only (:func:`ascii_whole`); the help still says ``INTEGER``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(_ascii_first(self, value, param, ctx), param, ctx)
+
+
+class WholeNumberRange(click.IntRange):
+    """click's ``IntRange`` in ASCII digits only (:func:`ascii_whole`), then its bounds checked."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(_ascii_first(self, value, param, ctx), param, ctx)
+
+
+WHOLE_NUMBER = WholeNumber()
+"""The type of every whole-number option (``type=int`` would be click's lenient ``INT``)."""
 
 
 def configure_logging(verbose: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from kbseek import KnowledgeBase, render
+from kbseek.cli.options import WHOLE_NUMBER
 
 
 def related_command(kb_options: Callable[[Callable[..., Any]], Callable[..., Any]]) -> click.Command:
@@ -25,7 +26,9 @@ def related_command(kb_options: Callable[[Callable[..., Any]], Callable[..., Any
     @click.option(
         "--chunk", "chunk_id", metavar="CHUNK_ID", help="Related to one passage (a search hit's id)."
     )
-    @click.option("--limit", type=int, default=None, help="Documents to list (default 10, at most 50).")
+    @click.option(
+        "--limit", type=WHOLE_NUMBER, default=None, help="Documents to list (default 10, at most 50)."
+    )
     @click.option("--no-links", is_flag=True, help="By similar passages alone, not by links.")
     @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
     def related(

@@ -16,6 +16,7 @@ from typing import Any, cast
 import click
 
 from kbseek.cli.errors import refused
+from kbseek.cli.options import WholeNumberRange
 from kbseek.cli.units import (
     DEFAULT_PORT,
     MANAGERS,
@@ -101,7 +102,7 @@ def service() -> None:
     help="Where the index lives (default: as for kbseek serve).",
 )  # fmt: skip
 @click.option("--http", is_flag=True, help="Accepted for symmetry with serve: a service always serves HTTP.")
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
+@click.option("--port", type=WholeNumberRange(1, 65535), default=DEFAULT_PORT, show_default=True,
               help="Port on 127.0.0.1 to serve /mcp and /ui.")  # fmt: skip
 @click.option("--name", default=None, help="Service name: kbseek-NAME (default: the KB folder's name).")
 @_manager_option

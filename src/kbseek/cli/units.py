@@ -39,8 +39,8 @@ MANAGERS: tuple[Manager, ...] = ("systemd", "launchd")
 DEFAULT_PORT = 8765
 RESTART_SECONDS = 5
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_SYSTEMD_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _KB_COMMENT = "# knowledge base: "
 
 
@@ -100,8 +100,11 @@ class InstalledUnit:
 
 
 def check_name(name: str) -> str:
-    """A name that is safe in a unit file name and a launchd label alike."""
-    if not _NAME.match(name):
+    """A name that is safe in a unit file name and a launchd label alike.
+
+    Matched whole (``fullmatch``): a ``$`` anchor would also match before a final newline and take
+    a name ending in one into the unit file's name."""
+    if not _NAME.fullmatch(name):
         raise ServiceError(
             f"service name {name!r} is not usable: use 1 to 64 ASCII letters, digits, '-', '_' or '.', "
             "starting with a letter or digit (for example --name notes)"
@@ -181,7 +184,7 @@ def systemd_quote(arg: str) -> str:
             f"{arg!r} contains a control character (a newline?), which a unit file cannot hold"
         )
     escaped = arg.replace("%", "%%").replace("$", "$$")
-    if _SYSTEMD_SAFE.match(arg):
+    if _SYSTEMD_SAFE.fullmatch(arg):
         return escaped
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

@@ -17,9 +17,11 @@ reads the whole knowledge base, and Host/Origin checks alone do not stop a
 neighbour on the network from opening it.
 """
 
+import re
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from pydantic import BaseModel
 from starlette.applications import Starlette
@@ -32,7 +34,9 @@ from kbseek.errors import InvalidArgument
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
 from kbseek.server.errors import translate
+from kbseek.server.mcp import ERROR_CHARS
 from kbseek.server.slots import in_slot
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
@@ -55,14 +59,86 @@ def _asset(name: str) -> bytes:
     return resources.files("kbseek.server").joinpath("ui", name).read_bytes()
 
 
-def _int_param(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
+_WHOLE = re.compile(r"-?[0-9]+")
+MAX_DIGITS = 100
+"""The most digits a number parameter may have. Any number past a range is moved to its nearest
+limit (with a note), so a longer one says nothing more; it would only be echoed back in that note."""
+
+
+def whole_number(name: str, raw: str) -> int:
+    """``raw`` read as a whole number in ASCII digits, with an optional leading ``-`` (the ranges
+    move a negative number to their lower limit, as for any number out of range).
+
+    Python's ``int`` also reads ``+5``, ``1_0``, `` 5 `` and the digits of every script (``٥``,
+    ``５``); the API documents whole decimal numbers, so each of those is an
+    :class:`InvalidArgument` quoting it and saying how to write it.
+    """
+    if _WHOLE.fullmatch(raw) is None:
+        shown = bounded_middle(raw, ECHO_CHARS)
+        meant = _meant(raw)
+        hint = f": write {name}={meant}" if meant is not None else ""
+        raise InvalidArgument(
+            f"{name} must be a whole number written in ASCII digits (0-9), not {shown!r}{hint}"
+        )
+    digits = len(raw.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise InvalidArgument(
+            f"{name} has {digits} digits, more than the {MAX_DIGITS} read: pass a number in its range "
+            "(one past it is moved to the nearest limit)"
+        )
+    return int(raw)
+
+
+def _meant(raw: str) -> int | None:
+    """The number Python's lenient ``int`` reads in ``raw``, to suggest, when it reads one."""
+    if len(raw) > 2 * MAX_DIGITS:
         return None
     try:
         return int(raw)
     except ValueError:
-        raise InvalidArgument(f"{name} must be a whole number, not {raw!r}") from None
+        return None
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    return whole_number(name, raw)
+
+
+def query_text_error(query_string: bytes) -> str | None:
+    """Why a query string's parameters are not text, or ``None`` when each one is UTF-8.
+
+    The query string is percent-encoded UTF-8 (``%E6%97%A5`` for 日). Decoded as Starlette does, an
+    invalid sequence becomes U+FFFD, so ``q=%ED%A0%80`` (a UTF-16 surrogate encoded as if it were a
+    character) or ``q=%FF`` would be searched for as replacement characters; it is a 400 saying so
+    instead, naming the parameter.
+    """
+    for pair in query_string.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        for is_value, part in ((False, name), (True, value)):
+            raw = unquote_to_bytes(part.replace(b"+", b" "))
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                label = bounded_middle(unquote_to_bytes(name).decode("utf-8", "replace"), ECHO_CHARS)
+                where = f"parameter {label!r}" if is_value else "a parameter name"
+                if _is_surrogate(raw):
+                    return (
+                        f"{where} holds a UTF-16 surrogate encoded as UTF-8 (%ED%A0%80 to %ED%BF%BF), which is "
+                        "not text: send the text percent-encoded as UTF-8"
+                    )
+                return f"{where} is not UTF-8 text: send the text percent-encoded as UTF-8"
+    return None
+
+
+def _is_surrogate(raw: bytes) -> bool:
+    """Whether ``raw``'s only fault as UTF-8 is that it encodes UTF-16 surrogates."""
+    try:
+        raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _json(model: BaseModel) -> JSONResponse:
@@ -70,12 +146,19 @@ def _json(model: BaseModel) -> JSONResponse:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=SECURITY_HEADERS)
+    """An error answer, its message cut in the middle to :data:`ERROR_CHARS` as the MCP surface cuts
+    its own (T3): a refusal quoting a long parameter must not come back as long as the request."""
+    return JSONResponse(
+        {"error": bounded_middle(message, ERROR_CHARS)}, status_code=status, headers=SECURITY_HEADERS
+    )
 
 
 async def _answer(request: Request, call: Callable[[], BaseModel]) -> JSONResponse:
     """Run a blocking knowledge-base call off the event loop; any error is answered with the error
-    table's status and text (a refusal's own message, a bug's generic one)."""
+    table's status and text (a refusal's own message, a bug's generic one). A query string whose
+    parameters are not UTF-8 text is answered 400 before anything runs."""
+    if (problem := query_text_error(request.scope.get("query_string", b""))) is not None:
+        return _error(400, problem)
     try:
         return _json(await in_slot(call))
     except Exception as exc:
