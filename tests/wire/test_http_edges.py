@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kbseek.server.http import MAX_HEAD_BYTES
+from kbseek.server.connection import MAX_HEAD_BYTES
 from tests.conftest import NOTES, write_notes
 from tests.wire.serving import get, serving
 

@@ -39,7 +39,8 @@ try:
 
         run_stdio(build_server(kb, background=True))
     else:
-        from kbseek.server.http import HttpPolicy, build_http_app, serve_http
+        from kbseek.server.connection import serve_http
+        from kbseek.server.http import HttpPolicy, build_http_app
         from kbseek.server.web import build_web_app
 
         kb.start_background()

@@ -302,7 +302,8 @@ def serve(
 
         run_stdio(build_server(kb, background=True, library=library))  # every malformed line answered
         return
-    from kbseek.server.http import HttpPolicy, build_http_app, is_loopback, mcp_url, serve_http
+    from kbseek.server.connection import serve_http
+    from kbseek.server.http import HttpPolicy, build_http_app, is_loopback, mcp_url
     from kbseek.server.web import build_web_app
 
     # A remote host without --allow-remote, or an empty --token-env, is a ConfigError: answered as a refusal.
