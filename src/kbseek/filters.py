@@ -74,7 +74,7 @@ def field_value(value: Any) -> str | None:
 
 def _number(text: str) -> str | None:
     """A number written as text (``--where priority=2`` from a shell) in the form a YAML number takes."""
-    if not re.fullmatch(r"[+-]?\d+(\.\d+)?", text):
+    if not re.fullmatch(r"[+-]?[0-9]+(\.[0-9]+)?", text):  # ASCII digits: "٥" stays text
         return None
     return field_value(float(text)) if "." in text else str(int(text))
 

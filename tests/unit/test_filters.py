@@ -55,6 +55,7 @@ def test_a_document_date_takes_the_first_configured_field_then_the_file_time() -
 def test_field_values_fold_as_the_stores_compare_them() -> None:
     assert field_value("  Accepted  Now ") == "accepted now"
     assert field_value(True) == "true" and field_value(3.0) == "3" == field_value("3") == field_value(3)
+    assert field_value("٥") == "٥" and field_value("５") == "５"  # a number is written in ASCII digits
     assert field_value(2.5) == "2.5" == field_value("2.5")
     assert field_value(None) is None and field_value({"a": 1}) is None and field_value("x" * 201) is None
     rows = field_rows({"Owner": ["Ana", "ana", {"nested": 1}], "n": 1, "meta": {"a": 1}, "": "x"})

@@ -28,7 +28,7 @@ from kbseek.server.mcp import build_server
 from tests.fakes import FakeEmbedder
 from tests.fixture_copies import example_copy
 from tests.unit.test_globs import BACKTRACKING_FAMILIES, HANG_S
-from tests.wire.serving import get, serving
+from tests.wire.serving import get, request, serving
 
 WORST_GLOB = "*" * 24 + "k*/failover.md"
 LONG = "a" * 50_001
@@ -247,3 +247,16 @@ def test_a_path_of_the_tree_under_a_nfd_name_is_found_by_the_nfc_glob(tmp_path: 
             assert len(hits) == 1, typed
     finally:
         base.close()
+
+
+def test_a_lone_surrogate_in_an_mcp_body_is_named(port: int) -> None:
+    """The SDK's parser calls it "unexpected end of hex escape"; the answer says what it is."""
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    for escape in (b"\\ud800", b"\\udc00", b"\\ud800\\u0041"):
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"' + escape + b'"}}'
+        status, _, answer = request(f"http://127.0.0.1:{port}/mcp", headers, body)
+        assert status == 400, answer
+        assert answer["error"]["code"] == -32700 and "lone UTF-16 surrogate" in answer["error"]["message"]
+    short = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\\u12"}}'
+    status, _, answer = request(f"http://127.0.0.1:{port}/mcp", headers, short)
+    assert status == 400 and "surrogate" not in answer["error"]["message"]

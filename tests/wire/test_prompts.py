@@ -194,7 +194,7 @@ async def test_whats_new_accepts_a_relative_age(core: KnowledgeBase) -> None:
     assert "`runbooks/deploy.md`" in _sections(text)["By index time"]  # indexed moments ago
 
 
-@pytest.mark.parametrize("since", ["last tuesday", "2026-13-01", "2026/03/01", "7x", ""])
+@pytest.mark.parametrize("since", ["last tuesday", "2026-13-01", "2026/03/01", "7x", "", "７d", "٢٠٢٦-٠٣-٠١"])
 async def test_a_bad_since_is_an_error_that_says_what_format_is_expected(
     core: KnowledgeBase, since: str
 ) -> None:

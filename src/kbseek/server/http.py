@@ -311,7 +311,8 @@ class _FirstByte:
 
 
 def _envelope_as_invalid_request(send: Send, body: _FirstByte) -> Send:
-    """Give the SDK's ``400`` for a JSON body that is not one JSON-RPC message as Invalid Request.
+    """Give the SDK's ``400`` for a JSON body that is not one JSON-RPC message as Invalid Request,
+    and its parse error for a lone surrogate in words (:func:`_as_invalid_request`).
 
     The SDK answers it with Invalid params (``-32602``) and the validator's dump; JSON-RPC 2.0 says
     Invalid Request (``-32600``), and a client is better served by a sentence naming what is wrong.
@@ -352,20 +353,34 @@ def _is_json(start: Message) -> bool:
     )
 
 
+LONE_SURROGATE = (
+    "Parse error: the body holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), "
+    "which is not text; send the character itself, or both halves of its surrogate pair"
+)
+_SURROGATE_WORDS = ("surrogate", "end of hex escape")
+"""How the SDK's JSON parser words a lone surrogate: ``lone leading surrogate in hex escape``, or
+``unexpected end of hex escape`` for a high one at the end of a string (a short ``\\u12`` is
+``invalid escape``, which stays as the parser wrote it)."""
+
+
 def _as_invalid_request(raw: bytes, *, batch: bool) -> bytes | None:
+    """The SDK's ``400`` answer reworded, or ``None`` to pass it on as it is: a body that is JSON
+    but not one JSON-RPC message is Invalid Request; a lone surrogate's parse error says what it is."""
     try:
         answer = json.loads(raw)
     except ValueError:
         return None
     error = answer.get("error") if isinstance(answer, dict) else None
-    if not isinstance(error, dict) or error.get("code") != -32602:
+    if not isinstance(error, dict):
         return None
-    if not str(error.get("message", "")).startswith("Validation error"):
+    text = str(error.get("message", ""))
+    if error.get("code") == -32700 and any(w in text for w in _SURROGATE_WORDS):
+        code, message = -32700, LONE_SURROGATE
+    elif error.get("code") == -32602 and text.startswith("Validation error"):
+        code, message = INVALID_REQUEST, BATCH_REFUSED if batch else NOT_ONE_MESSAGE
+    else:
         return None
-    message = BATCH_REFUSED if batch else NOT_ONE_MESSAGE
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
-    ).encode()
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
 
 
 def build_http_app(

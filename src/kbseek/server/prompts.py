@@ -48,9 +48,9 @@ SINCE_FORMAT = (
     "such as 24h, 7d or 2w"
 )
 
-_AGE = re.compile(r"(\d{1,6})\s*([hdw])", re.IGNORECASE)
+_AGE = re.compile(r"([0-9]{1,6})\s*([hdw])", re.IGNORECASE)  # ASCII digits, as documented
 _AGE_UNITS = {"h": (3600, "hour"), "d": (86400, "day"), "w": (604800, "week")}
-_ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]|$)")
+_ISO_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ]|$)")
 
 
 @dataclass(frozen=True)
