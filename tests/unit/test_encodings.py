@@ -1,6 +1,8 @@
 """Notes and pages in legacy Japanese and Western encodings: decoded when the encoding is sure, with a
 warning that says so, and refused with the likely encoding named when it is not; never indexed as
-mojibake. Offsets, snippets and lines are the decoded text's, the text ``get`` serves."""
+mojibake. Offsets, snippets and lines are the decoded text's, the text ``get`` serves. Markdown and
+plain text decode through one function, so a file reads alike whatever its extension; Western prose
+is read at any length, a line as well as a page."""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbseek.errors import NotText
 from kbseek.ingest.chunker import ChunkOptions
 from kbseek.ingest.parsers.child.extraction import web
+from kbseek.ingest.parsers.child.extraction.common import Refused
 from kbseek.ingest.parsers.extracted import HtmlParser
 from kbseek.ingest.parsers.markdown import MarkdownParser
 from kbseek.ingest.parsers.text import TextParser, decode_text, decode_warnings, legacy_reading
@@ -31,6 +36,8 @@ WESTERN = (
     "Meeting notes\n\nThe deploy went fine – no issues. The café on the corner was closed, so the "
     "“retrospective” moved to Tuesday.\n"
 )
+SHORT_WESTERN = "Le café était fermé, déjà… Größe…\n"
+"""French and German in a line, too short for a language to be recognised in it."""
 SMALL = ChunkOptions(min_chars=0)
 
 
@@ -56,8 +63,20 @@ def _random_bytes(n: int = 400) -> bytes:
         (RUNBOOK, "utf-16", "UTF-16"),
         (RUNBOOK, "utf-32", "UTF-32"),
         (WESTERN, "cp1252", "cp1252 (Windows Western)"),
+        (SHORT_WESTERN, "cp1252", "cp1252 (Windows Western)"),
+        ("café", "latin-1", "cp1252 (Windows Western)"),
     ],
-    ids=["cp932", "euc-jp", "euc-jp-nec-row", "iso-2022-jp", "utf-16", "utf-32", "cp1252"],
+    ids=[
+        "cp932",
+        "euc-jp",
+        "euc-jp-nec-row",
+        "iso-2022-jp",
+        "utf-16",
+        "utf-32",
+        "cp1252",
+        "cp1252-line",
+        "one-accent",
+    ],
 )
 def test_a_note_in_a_legacy_encoding_is_decoded_exactly_and_says_from_what(
     text: str, encoding: str, label: str
@@ -97,14 +116,14 @@ def test_the_markdown_of_a_cp932_note_is_read_as_markdown_titles_and_headings_in
 @pytest.mark.parametrize(
     ("raw", "named"),
     [
-        ("café".encode("latin-1"), "most likely cp1252 (Windows Western)"),  # é alone could be й, Θ, È …
+        ("été".encode("cp1252"), "most likely cp1252 (Windows Western)"),  # a word: é could be й, Θ, È …
         ("Owner: 髙橋\nStatus: open\n".encode("cp932"), "cp932 (Shift_JIS) or cp1252 (Windows Western)"),
         ("障害対応手順\n".encode("euc_jp"), "most likely EUC-JP"),  # kanji alone: Chinese or Korean bytes too
         (_random_bytes(), "nor is the file Shift_JIS, EUC-JP, ISO-2022-JP or Windows Western text"),
         ("서버가 응답하지 않으면 먼저 로그를 확인하십시오.\n".encode("euc_kr"), "not certain"),
         ("服务器无响应时，请先检查日志。重启之前请联系上级。\n".encode("gbk"), "not valid UTF-8 text"),
     ],
-    ids=["one-accent", "mostly-ascii-cp932", "kanji-only-euc-jp", "random-bytes", "korean", "chinese"],
+    ids=["one-word", "mostly-ascii-cp932", "kanji-only-euc-jp", "random-bytes", "korean", "chinese"],
 )
 def test_a_note_whose_encoding_is_not_sure_is_refused_with_the_likely_one_and_how_to_convert(
     raw: bytes, named: str
@@ -119,6 +138,74 @@ def test_a_note_whose_encoding_is_not_sure_is_refused_with_the_likely_one_and_ho
 def test_a_refusal_names_the_iconv_command_for_the_likely_encoding() -> None:
     with pytest.raises(ValueError, match=r"iconv -f CP932 -t UTF-8"):
         decode_text("Owner: 髙橋\nStatus: open\n".encode("cp932"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SHORT_WESTERN,
+        "Ça va ? Où est l’hôtel ? « Déjà » — 20 €",
+        "Straße, Größe, Äpfel — „Zitat“ und ‚innen‘, 21 °C, 12 m²",
+        "El niño pidió ¿qué? ¡Olé! Él dijo que sí, 3 ó 4 veces.",
+        "São Paulo, às vezes; é a cidade.",
+        "Ele disse: às vezes chove.",  # às: one kanji in cp932, but a word kbseek knows
+        "Åse och Östen åt ål på ön. Ö ligger där.",
+        "Ærø og Øresund – hvør býr tú?",
+        "Ég á heima í Reykjavík, það er gott.",
+        "naïve cœur, œuvre de Noël; Word® 2024 © ACME, nº 5",
+        "The deploy went fine – no issues; the “retrospective” moved.",
+    ],
+    ids=[
+        "french-german",
+        "french",
+        "german",
+        "spanish",
+        "portuguese",
+        "portuguese-às",
+        "swedish",
+        "faroese",
+        "icelandic",
+        "signs",
+        "english-quotes",
+    ],
+)
+def test_western_prose_of_a_line_is_decoded_exactly_as_markdown_and_as_plain_text(text: str) -> None:
+    raw = text.encode("cp1252")
+    for parser in (MarkdownParser(), TextParser()):
+        decoded = parser.decode(raw)
+        assert decoded == text
+        assert (
+            "decoded from cp1252 (Windows Western); served as UTF-8"
+            in parser.parse("a.md", decoded, SMALL).warnings
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("Привет, мир! Как дела?\n", "cp1251"),  # Ïðèâåò: words of accented letters only
+        ("Ο διακομιστής δεν αποκρίνεται.\n", "cp1253"),
+        ("Zażółć gęślą jaźń.\n", "cp1250"),  # signs inside words: Za¿ó³æ
+        ("Łódź, Kraków i Gdańsk.\n", "cp1250"),
+        ("Le café, déjà fermé.\n", "mac_roman"),  # cafŽ: a letter no Western text needs
+        ("Größe: café, déjà.\n", "cp850"),  # DOS: caf‚, a mark inside a word
+        ("Le cœur de l'œuvre\n", "iso8859_15"),  # Latin-9's œ is cp1252's ½
+        ("Bugün hava çok güzel, ağaçlar yeşil.\n", "cp1254"),  # ð and þ without Icelandic's vowels
+        ("Owner: 髙橋\n", "cp932"),
+        ("担当: 鈴木一郎\n", "cp932"),
+        ("Owner: 森\n", "euc_jp"),
+        ("Owner: 김민수\n", "euc_kr"),
+        ("Owner: 王小明\n", "gbk"),
+        ("Owner: 王小明\n", "big5"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.isascii() else None,
+)
+def test_a_short_text_in_another_encoding_is_never_taken_for_western_prose(text: str, encoding: str) -> None:
+    try:
+        decoded = decode_text(text.encode(encoding))
+    except ValueError:
+        return  # refused, naming what it likely is
+    assert decoded == text  # or decoded as what it is, never as cp1252 mojibake
 
 
 def test_a_utf16_bom_on_bytes_that_are_not_utf16_is_refused() -> None:
@@ -171,6 +258,126 @@ def test_a_read_of_a_note_whose_encoding_is_not_sure_is_refused_with_the_same_re
     assert "cp932 (Shift_JIS) or cp1252 (Windows Western)" in str(refused.value)
     assert "cp932 (Shift_JIS) or cp1252 (Windows Western)" in skipped["owner.md"]
     core.close()
+
+
+def test_a_line_whose_bytes_are_also_a_kanji_standing_alone_is_refused_naming_both() -> None:
+    """In cp932 the bytes of "à…" are one kanji, here alone between spaces: a short file could be either."""
+    for parser in (MarkdownParser(), TextParser()):
+        with pytest.raises(
+            ValueError, match=r"most likely cp932 \(Shift_JIS\) or cp1252 \(Windows Western\)"
+        ):
+            parser.decode("Et puis à… rien.\n".encode("cp1252"))
+
+
+def test_a_line_of_western_prose_is_indexed_alike_as_markdown_and_as_plain_text(kb_root: Path) -> None:
+    """Before, a line of French in cp1252 was refused as not certainly Windows Western, in a .txt as in a
+    .md: too short for charset-normalizer to recognise a language in it."""
+    (kb_root / "western").mkdir()
+    for name in ("cafe.md", "cafe.txt"):
+        (kb_root / "western" / name).write_bytes(SHORT_WESTERN.encode("cp1252"))
+    core = make_core(kb_root)
+    report = core.index()
+    assert {"western/cafe.md", "western/cafe.txt"} <= set(report.added)
+    assert not [path for path, _ in report.skipped if path.startswith("western/")]
+    warnings = {(w.path, w.reason) for w in core.status().warnings}
+    for path in ("western/cafe.md", "western/cafe.txt"):
+        assert (path, "decoded from cp1252 (Windows Western); served as UTF-8") in warnings
+        assert core.read_document(path).text == SHORT_WESTERN
+    assert {"western/cafe.md", "western/cafe.txt"} <= {h.path for h in core.search("fermé").hits}
+    core.close()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_utf16_or_utf32_without_a_byte_order_mark_is_refused_naming_it(encoding: str) -> None:
+    wide = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")
+    for text in (WESTERN, "# 議事録\n\nTeam sync: 髙橋淳さんの提案を採用した。\n"):
+        for parser in (MarkdownParser(), TextParser()):
+            with pytest.raises(
+                ValueError, match=f"looks like {wide} text without a byte-order mark"
+            ) as refused:
+                parser.decode(text.encode(encoding))
+            assert f"iconv -f {wide} -t UTF-8" in str(refused.value)
+        with pytest.raises(Refused, match=f"looks like {wide} without a byte-order mark"):
+            web.decode_html(f"<html><body><p>{text}</p></body></html>".encode(encoding))
+
+
+def test_english_in_utf16_without_a_mark_is_no_longer_indexed_with_a_nul_between_its_letters(
+    kb_root: Path,
+) -> None:
+    """ASCII in UTF-16 is valid UTF-8, NULs and all: before, such a note was indexed as "M\\x00e\\x00…"."""
+    (kb_root / "wide.txt").write_bytes(WESTERN.encode("utf-16-le"))
+    (kb_root / "padded.txt").write_bytes(WESTERN.encode() + bytes(64))  # NULs, but on no side of a pair
+    core = make_core(kb_root)
+    report = core.index()
+    assert "padded.txt" in report.added
+    assert dict(report.skipped)["wide.txt"].startswith(
+        "not text in a known encoding: it looks like UTF-16LE text without a byte-order mark"
+    )
+    assert "wide.txt" not in {d.path for d in core.store.documents()}
+    core.close()
+
+
+_ACCENTED = "àáâãäåæçèéêëìíîïñòóôõöøùúûüßœ"
+"""Western letters beyond ASCII, less Icelandic's ð, þ and ý (read only among acute vowels, above)."""
+_SEPARATORS = (
+    " ", ", ", ". ", "\n", "\n\n", " – ", " — ", "… ", ": ", "; ", "! ", "? ", " (", ") ", " « ", " » ",
+    " “", "” ", "’", " ‘", "’ ", " „", "“ ", " ¿", " ¡", " • ", "\xa0", "-", " 20 € ", " 21 °C ", " § 4 ",
+    " 5 µm ", " © 2024 ", " 12 m² ", " nº 5 ", " 1½ ", " Word® ", " ‹", "› ", " · ",
+)  # fmt: skip
+
+
+@st.composite
+def _western_word(draw: st.DrawFn) -> str:
+    """A word of ASCII letters with accented ones among them (two in a row at most), or a one-letter word."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from("àáéèíóöøåÀÁÉÈÍÓÖØÅ"))
+    letters = draw(st.lists(st.sampled_from("abcdefghijklmnopqrstuvwxyz"), min_size=1, max_size=8))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(letters)))
+        if not any(all(c in _ACCENTED for c in letters[i : i + 2]) for i in (at - 2, at - 1, at) if i >= 0):
+            letters.insert(at, draw(st.sampled_from(_ACCENTED)))
+    word = "".join(letters)
+    return draw(st.sampled_from((word, word.capitalize(), word.upper())))
+
+
+@st.composite
+def _western_prose(draw: st.DrawFn) -> str:
+    words = draw(st.lists(_western_word(), min_size=1, max_size=15))
+    text = words[0] + "".join(draw(st.sampled_from(_SEPARATORS)) + word for word in words[1:])
+    return text + draw(st.sampled_from(("", "\n", ".\n", "…")))
+
+
+@given(
+    _western_prose().filter(lambda text: sum(c in "abcdefghijklmnopqrstuvwxyz" for c in text.lower()) >= 3)
+)
+def test_western_prose_in_cp1252_decodes_to_itself_through_markdown_and_plain_text_alike(text: str) -> None:
+    """Any prose of Western European words in cp1252 decodes to exactly itself, the same through both
+    parsers. Two exceptions, the same through both: bytes that are valid UTF-8 too are UTF-8, as every
+    file is read first ("Âœ" is C2 9C, a control character); and bytes that read as Japanese too, a
+    kanji standing alone ("à…" is one in cp932), are refused, naming cp1252 as a likely encoding."""
+    raw = text.encode("cp1252")
+    answers = []
+    for parser in (MarkdownParser(), TextParser()):
+        try:
+            answers.append(str(parser.decode(raw)))
+        except ValueError as refused:
+            answers.append(f"refused: {refused}")
+    assert answers[0] == answers[1]
+    if _reads_as(raw, "utf-8"):
+        assert answers[0] == raw.decode("utf-8")
+    elif answers[0].startswith("refused: "):
+        assert "cp1252 (Windows Western)" in answers[0]
+        assert any(_reads_as(raw, codec) for codec in ("cp932", "euc_jp", "euc_jis_2004"))
+    else:
+        assert answers[0] == text
+
+
+def _reads_as(raw: bytes, codec: str) -> bool:
+    try:
+        raw.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- HTML pages

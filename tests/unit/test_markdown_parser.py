@@ -44,14 +44,15 @@ def test_decoding_strips_a_bom_and_keeps_line_endings() -> None:
 
 
 def test_text_that_is_not_utf8_is_decoded_only_when_the_encoding_is_sure() -> None:
-    """Shift_JIS kanji whose only clean reading is cp932 are read so, and say so; one accented
-    letter is too little to tell an encoding by, and is refused rather than guessed."""
+    """Shift_JIS kanji whose only clean reading is cp932 are read so, and say so; a word with one plain
+    letter is too little to tell an encoding by, and is refused rather than guessed (café is read)."""
     decoded = PARSER.decode("障害".encode("shift_jis"))
     assert decoded == "障害" and decode_warnings(decoded) == (
         "decoded from cp932 (Shift_JIS); served as UTF-8",
     )
     with pytest.raises(ValueError, match=r"^not text in a known encoding: "):
-        PARSER.decode(b"caf\xe9")
+        PARSER.decode("été".encode("cp1252"))
+    assert PARSER.decode(b"caf\xe9") == "café"
 
 
 # ------------------------------------------------------------- frontmatter

@@ -36,9 +36,11 @@ def test_decoding_strips_one_bom_and_leaves_line_endings_alone() -> None:
 
 
 def test_decoding_rejects_bytes_that_are_not_utf8() -> None:
-    """One accented letter is too little to tell an encoding by: refused, never guessed."""
+    """A word with one plain letter is too little to tell an encoding by: refused, never guessed; a
+    word of Western prose is read (café), as in Markdown."""
     with pytest.raises(ValueError, match=r"^not text in a known encoding: "):
-        PARSER.decode(b"caf\xe9")
+        PARSER.decode("été".encode("cp1252"))
+    assert PARSER.decode(b"caf\xe9") == "café"
 
 
 def test_paragraphs_separated_by_blank_lines_are_the_blocks() -> None:

@@ -171,6 +171,11 @@ CASES: list[tuple[str, str, object, list[str]]] = [
         ["no text: the file holds no text, so there is nothing to index"],
     ),
     (
+        "xlsx-sheet-in-cp1252", "xlsx", lambda: _declaring(an_xlsx(), "xl/worksheets/sheet1.xml", "windows-1252"),
+        ["XML in a foreign encoding: xl/worksheets/sheet1.xml declares the encoding windows-1252",
+         "Office files hold their XML in UTF-8 or UTF-16", "open it in Excel and save it again"],
+    ),
+    (
         "real-empty-docx", "docx", lambda: real_file("mammoth/empty.docx"),
         ["no text: the file holds no text"],
     ),
@@ -188,6 +193,13 @@ CASES: list[tuple[str, str, object, list[str]]] = [
         ["wrong extension: it is an OpenDocument spreadsheet (.ods) named .xlsx", "(.ods)"],
     ),
 ]  # fmt: skip
+
+
+def _declaring(package: bytes, part: str, encoding: str) -> bytes:
+    """The package with ``part`` declaring ``encoding`` in an XML declaration (its text is ASCII)."""
+    with zipfile.ZipFile(io.BytesIO(package)) as source:
+        xml = re.sub(r"\A<\?xml[^>]*\?>\s*", "", source.read(part).decode("utf-8"))
+    return rewrite(package, {part: f'<?xml version="1.0" encoding="{encoding}"?>\n{xml}'.encode("ascii")})
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -285,6 +297,7 @@ def test_the_child_names_formats_and_codes_the_table_knows() -> None:
         "damaged",
         "bomb",
         "strict",
+        "xml-encoding",
     }
     assert child_codes <= {r.value for r in Reason}
 

@@ -1,5 +1,6 @@
 """What a Word file says and kbseek keeps: notes, comments, text boxes, equations, Strict packages,
-merged table cells, tracked changes, content controls, fields and zero-width debris.
+merged table cells, tracked changes, content controls, fields and zero-width debris, and parts whose XML
+declares an encoding Office never writes.
 
 Every file goes through ``DocxParser().decode``, so the extraction child reads it. Real files come from
 other projects' test suites in ``../shared/realfiles`` (beside the checkout; its README names sources
@@ -19,9 +20,10 @@ import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
+from kbseek.errors import NotText
 from kbseek.ingest.parsers.extracted import DocxParser
 from tests.fixture_copies import REALFILES, real_file
-from tests.office_files import saved
+from tests.office_files import rewrite, saved
 
 docx = pytest.importorskip("docx")
 from docx.oxml import parse_xml  # noqa: E402 - after the importorskip that guards it
@@ -522,3 +524,71 @@ def test_a_copy_of_the_real_files_indexes_with_their_notes_boxes_and_strict_text
     # Titled by its name (a notes section never names the file): "footnotes", its section "Footnotes".
     assert hit.path == "footnotes.docx" and hit.heading_path[-1].lower() == "footnotes"
     core.close()
+
+
+# ------------------------------------------------------------ parts in an encoding Office never writes
+
+JAPANESE = "障害対応の手順: まずログを確認してください。担当は髙橋です。"
+
+
+def declaring(package: bytes, part: str, encoding: str, codec: str) -> bytes:
+    """The package with ``part`` declaring ``encoding`` in its XML declaration and written in ``codec``."""
+    with zipfile.ZipFile(io.BytesIO(package)) as source:
+        xml = source.read(part).decode("utf-8")
+    head, declared = re.subn(
+        r"""encoding=(["'])UTF-8\1""", f'encoding="{encoding}"', xml, count=1, flags=re.I
+    )
+    assert declared == 1, xml[:100]
+    return rewrite(package, {part: head.encode(codec)})
+
+
+def japanese_docx() -> bytes:
+    """A real Word file (a table and its text) with a Japanese paragraph added; python-docx where absent."""
+    if (REALFILES / "mammoth" / "tables.docx").is_file():
+        document = docx.Document(io.BytesIO(real_file("mammoth/tables.docx")))
+    else:
+        document = docx.Document()
+    document.add_paragraph(JAPANESE)
+    return saved(document)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "codec"), [("Shift_JIS", "cp932"), ("UTF-7", "utf-7"), ("ISO-8859-1", "latin-1")]
+)
+def test_a_part_declaring_an_encoding_office_never_writes_is_refused_naming_it(
+    tmp_path: Path, encoding: str, codec: str
+) -> None:
+    """Refused even where the XML library would decode it: Office Open XML is UTF-8 or UTF-16, and a
+    lenient reading would depend on how that library was built. Before, this read as damaged."""
+    raw = japanese_docx()
+    part = "word/styles.xml" if codec == "latin-1" else "word/document.xml"
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "runbook.docx").write_bytes(declaring(raw, part, encoding, codec))
+    core = KnowledgeBase(settings=Settings(root=root, semantic=False))
+    skipped = dict(core.index().skipped)
+    expected = (
+        f"XML in a foreign encoding: {part} declares the encoding {encoding}; Office files hold their XML "
+        "in UTF-8 or UTF-16, and no other is read: open it in Word and save it again"
+    )
+    assert skipped == {"runbook.docx": expected}
+    with pytest.raises(NotText) as refused:
+        core.read_document("runbook.docx")
+    assert expected in str(refused.value)
+    core.close()
+
+
+def test_a_part_in_utf16_or_declaring_utf8_in_small_letters_is_read() -> None:
+    raw = japanese_docx()
+    for package in (
+        declaring(raw, "word/document.xml", "UTF-16", "utf-16"),
+        declaring(raw, "word/document.xml", "utf-8", "utf-8"),
+    ):
+        assert JAPANESE in read(package)
+
+
+def test_a_custom_xml_part_in_its_own_encoding_leaves_the_document_readable() -> None:
+    """Custom XML parts hold another program's data, which no reader here parses."""
+    custom = '<?xml version="1.0" encoding="ISO-8859-1"?><data>café</data>'.encode("latin-1")
+    package = rewrite(japanese_docx(), {"customXml/item1.xml": custom})
+    assert JAPANESE in read(package)

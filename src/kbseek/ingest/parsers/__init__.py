@@ -74,14 +74,16 @@ DEFAULT_ENABLED: tuple[str, ...] = ("md", "txt", "docx", "xlsx", "ipynb")
 """On by default: formats whose library is small and a dependency of kbseek (decision 0034). PDF and
 PowerPoint need an extra; HTML needs nothing but is opt-in, being more often a build output than a note."""
 
-PARSE_VERSION = 8
+PARSE_VERSION = 9
 """What a parser makes of an unchanged file. Raise it when a parser, the chunker or display text
 changes titles, heading paths, chunks or indexed text: the next pass re-parses every file once
 (vectors of chunks whose heading path and text did not change are kept). 2: display text.
 4: the sections merged into a chunk are recorded (``Chunk.sections``), and a heading right after
 an MDX tag line is a heading. 5: the served text is stored (a server without the files serves it). 6: a Markdown document's links
 to other notes are stored (``related``, backlinks). 7: encodings, notebooks and PDF pages. 8: each
-document's date and front-matter fields are stored for the filters (``kbseek.filters``)."""
+document's date and front-matter fields are stored for the filters (``kbseek.filters``). 9: text in
+UTF-16 or UTF-32 without a byte-order mark, once indexed with a NUL between its letters, and Office
+files with a part in an encoding other than UTF-8 or UTF-16 are refused, so their old rows go."""
 
 _MARKUP_PARSERS = frozenset({"md", "docx", "xlsx", "pptx", "html", "ipynb"})
 """Parsers whose served text is Markdown: the converted formats serve Markdown kbseek wrote."""

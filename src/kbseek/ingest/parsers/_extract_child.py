@@ -13,6 +13,8 @@ one is refused with the reason that names it. Then the zip package is checked
 against a budget: the sizes its members declare, then the bytes they really
 inflate to (``zipfile`` stops a member at its declared size and then fails its
 CRC, so a member lying about its size is refused as damaged, never inflated further).
+Last, a part whose XML declares an encoding other than UTF-8 or UTF-16 refuses the
+file, naming the part (``common.check_xml_encodings``).
 
 Arguments: ``format max_chars max_cells zip_budget cpu_seconds memory_bytes``.
 The answer is ``{"blocks": [...], "meta": {...}, "stopped": null | "chars" | "cells"}`` (with

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from kbseek.documents import ParsedDocument
 from kbseek.ingest.chunker import Block, BlockKind, ChunkOptions, LineIndex, build_chunks
-from kbseek.ingest.parsers.child.extraction.charsets import LEGACY, legacy_reading
+from kbseek.ingest.parsers.child.extraction.charsets import LEGACY, legacy_reading, wide_without_bom
 from kbseek.ingest.parsers.unreadable import Reason, Unreadable
 
 _BOM = "\ufeff"
@@ -75,14 +75,16 @@ _ISO_2022_JP = ("iso2022_jp_ext", "iso2022_jp_2", "iso2022_jp_2004")
 
 
 def decode_text(raw: bytes) -> str:
-    """The served text of a text file (Markdown, plain text), from whatever encoding it is sure of.
+    """The served text of a text file, from whatever encoding it is sure of: the one decoding of every
+    text format (Markdown and MDX, plain text), so a file is read alike whatever its extension.
 
-    In order: UTF-8, with or without a byte-order mark (a plain ``str``, as before); UTF-16 or
-    UTF-32 *with* a byte-order mark; ISO-2022-JP, 7-bit text with its escapes; otherwise a legacy
-    encoding (:data:`LEGACY`) chosen by :func:`legacy_reading`, or
-    :class:`~kbseek.ingest.parsers.unreadable.Unreadable` (a ``ValueError``, reason ``ENCODING``) saying
-    why none was sure and how to convert the file. Text not from UTF-8 is a :class:`DecodedText`, so
-    ``parse`` can warn that it was converted.
+    In order: UTF-16 or UTF-32 *with* a byte-order mark; UTF-16 or UTF-32 without one is refused,
+    naming it (:func:`wide_without_bom`: its ASCII is valid UTF-8, NULs and all, so it is asked
+    first); UTF-8, with or without a byte-order mark (a plain ``str``, as before); ISO-2022-JP, 7-bit
+    text with its escapes; otherwise a legacy encoding (:data:`LEGACY`) chosen by
+    :func:`legacy_reading`, or :class:`~kbseek.ingest.parsers.unreadable.Unreadable` (a ``ValueError``,
+    reason ``ENCODING``) saying why none was sure, which encoding it likely is and how to convert the
+    file. Text not from UTF-8 is a :class:`DecodedText`, so ``parse`` can warn that it was converted.
 
     Line endings are kept (chunk offsets slice this text). Offsets then slice the *decoded* text,
     which is what ``get`` serves, decoded by this same function.
@@ -97,6 +99,8 @@ def decode_text(raw: bytes) -> str:
                     f"it starts with a {label} byte-order mark, but is not valid {label} text ({exc.reason} "
                     f"at offset {exc.start})",
                 ) from None
+    if (wide := wide_without_bom(raw)) is not None:
+        raise Unreadable(Reason.ENCODING, _without_bom(wide))
     try:
         text = decode_utf8(raw)
     except UnicodeDecodeError as exc:
@@ -129,6 +133,13 @@ def guess_legacy(raw: bytes, utf8_error: UnicodeDecodeError) -> tuple[str, str]:
     if isinstance(reading, tuple):
         return reading
     raise Unreadable(Reason.ENCODING, _unsure(reading, utf8_error))
+
+
+def _without_bom(wide: str) -> str:
+    return (
+        f"it looks like {wide} text without a byte-order mark (NUL bytes between its letters), which "
+        f"kbseek reads only with one; convert it (iconv -f {wide} -t UTF-8)"
+    )
 
 
 def _unsure(likely: list[str], utf8_error: UnicodeDecodeError) -> str:

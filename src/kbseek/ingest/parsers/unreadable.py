@@ -37,6 +37,7 @@ class Reason(StrEnum):
     TOO_LARGE = "too-large"
     NO_TEXT = "no-text"
     ENCODING = "encoding"
+    XML_ENCODING = "xml-encoding"
     MEMORY = "memory"
     TIMEOUT = "timeout"
     MISSING_LIBRARY = "missing-library"
@@ -169,6 +170,11 @@ TABLE: dict[Reason, Entry] = {
         "not text in a known encoding: {detail}; an editor can save it as UTF-8 too (Save As, "
         "Encoding: UTF-8)",
         "it is not valid UTF-8 text",
+    ),
+    Reason.XML_ENCODING: Entry(
+        "XML in a foreign encoding: {detail}; Office files hold their XML in UTF-8 or UTF-16, and no "
+        "other is read: open it in {app} and save it again",
+        "one of its parts declares an encoding other than UTF-8 or UTF-16",
     ),
     Reason.MEMORY: Entry(
         "out of memory: reading it needed more memory than the {what} reader may use, so the file is "

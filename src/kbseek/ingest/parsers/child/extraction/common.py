@@ -259,7 +259,7 @@ def transitional(raw: bytes) -> tuple[bytes, bool]:
                 if info.is_dir():
                     continue
                 data = package.read(info)
-                if info.filename.lower().endswith((".xml", ".rels", ".vml")):
+                if info.filename.lower().endswith(XML_PARTS):
                     data = _rewritten(data)
                 target.writestr(info.filename, data)
     return out.getvalue(), True
@@ -285,8 +285,9 @@ def check_package(raw: bytes, fmt: str, budget: int) -> bool:
 
     What the bytes are decides the reason: 0 bytes, an encrypted package, an Office 97-2003 file, a PDF,
     an HTML page, a zip that ends early, a package of another kind or a macro-enabled one; then the
-    zip's sizes are checked against ``budget`` (:func:`check_zip`). Returns whether the package is
-    Strict Open XML, which is read like any other: a reader that cannot, says so with that in mind.
+    zip's sizes are checked against ``budget`` (:func:`check_zip`), then the encodings its XML parts
+    declare (:func:`check_xml_encodings`). Returns whether the package is Strict Open XML, which is
+    read like any other: a reader that cannot, says so with that in mind.
     """
     kind = sniff(raw)
     if kind == "empty":
@@ -311,7 +312,68 @@ def check_package(raw: bytes, fmt: str, budget: int) -> bool:
             raise Refused("legacy", found=found)
         if found is not None and found not in FAMILY.get(fmt, {fmt}):
             raise Refused("other-format", found=found)
+        check_xml_encodings(package)
         return is_strict(package)
+
+
+XML_PARTS = (".xml", ".rels", ".vml")
+"""How the names of a package's XML parts end."""
+_FREE_XML = "customxml/"
+"""Where a package keeps XML data of its own (custom XML parts): no reader here parses it."""
+_OFFICE_XML_ENCODINGS = frozenset({"utf8", "utf16", "utf16le", "utf16be"})
+"""The encodings an Office part may declare, as :func:`_encoding_key` spells them."""
+_DECLARATION_BYTES = 1024
+_XML_DECLARATION = re.compile(
+    r"""\A\s*<\?xml\s[^>]*?\bencoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]{0,39})\1"""
+)
+
+
+def declared_encoding(head: bytes) -> str | None:
+    """The encoding an XML declaration at the start of ``head`` names, or ``None`` when it names none.
+
+    The declaration is read in the form the bytes are in: UTF-16, told by a byte-order mark or by
+    ``<?`` written in two-byte units, else an ASCII-compatible encoding (UTF-8, Shift_JIS, UTF-7 and
+    the other encodings that write ASCII as ASCII, which is all a declaration holds).
+    """
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        text = head[: len(head) // 2 * 2].decode("utf-16", "replace")
+    elif head.startswith((b"<\x00?\x00", b"\x00<\x00?")):
+        codec = "utf-16-le" if head[0] else "utf-16-be"
+        text = head[: len(head) // 2 * 2].decode(codec, "replace")
+    else:
+        text = head.removeprefix(codecs.BOM_UTF8).decode("latin-1")
+    declared = _XML_DECLARATION.match(text)
+    return declared[2] if declared else None
+
+
+def _encoding_key(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def check_xml_encodings(package: zipfile.ZipFile) -> None:
+    """Refuse a package an XML part of which declares an encoding other than UTF-8 or UTF-16.
+
+    Office Open XML allows those two only (ECMA-376 Part 2, the Open Packaging Conventions, which also
+    have a reader enforce it), so a part that declares Shift_JIS, ISO-8859-1 or UTF-7 was written by
+    some other program or edited by hand, and saving the file from Office writes it in UTF-8.
+
+    Refused even when the part would decode, not read leniently: whether the XML library decodes
+    Shift_JIS depends on how its copy was built (libxml2 with or without iconv), so a lenient reading
+    would index the file on one machine and call it damaged on another; and UTF-7 spells ``<`` as
+    ``+ADw-``, so a part in it says one thing to a reader that takes it for ASCII and another to the
+    parser. The reason names the part and the encoding, and says what every Office program fixes:
+    saving it again. Custom XML parts (``customXml/``), which hold a program's own data that no reader
+    here parses, are left alone.
+    """
+    for info in package.infolist():
+        name = info.filename
+        if info.is_dir() or not name.lower().endswith(XML_PARTS) or name.lower().startswith(_FREE_XML):
+            continue
+        with package.open(info) as stream:
+            declared = declared_encoding(stream.read(_DECLARATION_BYTES))
+        if declared is not None and _encoding_key(declared) not in _OFFICE_XML_ENCODINGS:
+            shown = name if len(name) <= 120 else name[:119] + "…"
+            raise Refused("xml-encoding", f"{shown} declares the encoding {declared}")
 
 
 def check_markup(raw: bytes) -> None:

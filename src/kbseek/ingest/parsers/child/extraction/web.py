@@ -10,7 +10,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
-from .charsets import LEGACY, legacy_reading
+from .charsets import LEGACY, legacy_reading, wide_without_bom
 from .common import Out, Refused
 
 _DROPPED = frozenset(
@@ -217,12 +217,13 @@ def _decode_as(raw: bytes, codec: str) -> str | None:
 def decode_html(raw: bytes) -> tuple[str, str | None]:
     """The text of a page, and the label of its encoding when that is not UTF-8.
 
-    As a browser decides, except where a browser would show garbage: a byte-order mark first, then
-    UTF-8 when the bytes are valid UTF-8 (a page mislabelled in its ``<meta>`` is common, a non-UTF-8
-    page that happens to be valid UTF-8 is not), then the declared charset (:data:`_LABELS`) read
-    strictly. A page that declares nothing, or whose bytes its declaration does not read, is read by
-    the legacy-encoding rules of kbseek's text notes (:func:`legacy_reading`), and refused with the
-    likely encoding named when none is sure: never decoded as garbage without a word.
+    As a browser decides, except where a browser would show garbage: a byte-order mark first (UTF-16
+    or UTF-32 without one is refused, naming it: :func:`wide_without_bom`), then UTF-8 when the bytes
+    are valid UTF-8 (a page mislabelled in its ``<meta>`` is common, a non-UTF-8 page that happens to
+    be valid UTF-8 is not), then the declared charset (:data:`_LABELS`) read strictly. A page that
+    declares nothing, or whose bytes its declaration does not read, is read by the legacy-encoding
+    rules of kbseek's text notes (:func:`legacy_reading`), and refused with the likely encoding named
+    when none is sure: never decoded as garbage without a word.
     """
     for bom, bom_codec, named in (
         (b"\xef\xbb\xbf", "utf-8", None), (b"\xff\xfe", "utf-16", "UTF-16"), (b"\xfe\xff", "utf-16", "UTF-16"),
@@ -236,6 +237,12 @@ def decode_html(raw: bytes) -> tuple[str, str | None]:
                         "encoding", f"it starts with a {named} byte-order mark, but is not {named}"
                     ) from None
                 raw = raw[len(bom) :]  # a UTF-8 mark on bytes that are not: what they are is decided below
+    if (wide := wide_without_bom(raw)) is not None:  # its ASCII is valid UTF-8, NULs and all
+        raise Refused(
+            "encoding",
+            f"it looks like {wide} without a byte-order mark (NUL bytes between its letters), which kbseek "
+            f"reads only with one; convert it to UTF-8 (iconv -f {wide} -t UTF-8)",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
