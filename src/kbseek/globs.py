@@ -88,8 +88,13 @@ def _collapsed(glob: str) -> str:
         out.append("**" if j - i >= 2 else "*")
         i = j
     text = "".join(out)
+    rooted = "/" in text.rstrip("/")  # a glob without / matches a name in any folder: keep which
     while True:  # each pass shortens the text, so this ends
-        shorter = text.replace("**/**/", "**/").replace("**/**", "**")
+        shorter = text
+        for longer, short in (("**/**/", "**/"), ("**/**", "**")):
+            candidate = shorter.replace(longer, short)
+            if ("/" in candidate.rstrip("/")) == rooted:
+                shorter = candidate
         if shorter == text:
             return text
         text = shorter
@@ -151,7 +156,7 @@ def glob_regex(glob: str) -> str:
     ``re`` and PostgreSQL's regular expressions read alike. ``?`` is one character with the marks
     that follow it (:data:`MARKS`), so it matches ``ガ`` whether the name was written composed or not.
     """
-    pieces = {_DIRS: "(.*/)?", _ANY: ".*", _STAR: "[^/]*", _ONE: f"[^/][{MARKS}]*"}
+    pieces = {_DIRS: "(.*/)?", _ANY: ".*", _STAR: "[^/]*", _ONE: f"[^/{MARKS}][{MARKS}]*"}
     out: list[str] = ["^"]
     for kind, char in _parts(glob):
         if kind != _LITERAL:
@@ -265,7 +270,7 @@ def _automaton(glob: str) -> _Automaton:
         for i, (kind, literal) in enumerate(states):
             bit = 1 << i
             takes = char != "/"  # what ?, * and a literal other than / take
-            if (kind == _LITERAL and char == literal) or (kind == _ONE and takes):
+            if (kind == _LITERAL and char == literal) or (kind == _ONE and takes and not mark):
                 advance |= bit
             elif (kind == _STAR and takes) or kind == _ANY or (kind == "marks" and mark):
                 loop |= bit

@@ -183,3 +183,23 @@ def test_both_unicode_normal_forms_match() -> None:
     for glob in (nfc.replace(".md", "*"), nfd.replace(".md", "*")):
         matcher = GlobMatcher(keep_glob(glob))
         assert matcher.matches(nfc) and matcher.matches(nfd)
+
+
+def test_collapsing_never_turns_a_rooted_glob_into_a_name_anywhere() -> None:
+    """``a**/**`` is rooted (it holds a ``/``): ``a**`` alone would match a name in any folder."""
+    kept = keep_glob("a**/**")
+    assert GlobMatcher(kept).matches("ab/c") and not GlobMatcher(kept).matches("x/ab")
+
+
+def test_question_mark_is_one_character_with_its_marks_never_a_mark_alone() -> None:
+    ga = unicodedata.normalize("NFD", "ガ")  # カ and the voicing mark: two code points, one character
+    assert GlobMatcher(keep_glob("?")).matches(ga)
+    assert not GlobMatcher(keep_glob("??")).matches(ga)
+    assert re.search(glob_regex(keep_glob("?")), ga) and not re.search(glob_regex(keep_glob("??")), ga)
+
+
+def test_the_like_prefilter_keeps_every_decomposed_path_the_glob_matches() -> None:
+    """``?`` in the ``LIKE`` pre-check is ``_%``: a decomposed character is more than one ``_``."""
+    from kbseek.store.sqlite_filters import glob_like
+
+    assert glob_like(keep_glob("???/*/")) == "_%_%_%/%/%"

@@ -119,8 +119,8 @@ def glob_like(glob: str) -> str:
         if char == "*":
             if not out or out[-1] != "%":
                 out.append("%")
-        elif char == "?":
-            out.append("_")
+        elif char == "?":  # one character, and the combining marks a decomposed name puts after it
+            out.append("_%")
         elif char in "%_\\":
             out.append("\\" + char)
         else:
