@@ -48,12 +48,19 @@ def _text(result: CallToolResult) -> str:
     return result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_a_1mb_query_comes_back_cut_with_a_marker_within_the_cap(core: KnowledgeBase) -> None:
+async def test_a_1mb_query_is_refused_in_a_sentence_within_the_cap(core: KnowledgeBase) -> None:
     result = await _call(core, "search", {"query": "x" * MB, "also": ["y" * MB]})
+    assert result.is_error and _size(result) <= CAP
+    assert "at most 2,000 are searched" in _text(result) and len(_text(result)) < 500
+
+
+async def test_a_query_at_its_cap_comes_back_cut_with_a_marker(core: KnowledgeBase) -> None:
+    most = core.settings.limits.max_query_chars
+    result = await _call(core, "search", {"query": "x" * most, "also": ["y" * most]})
     assert not result.is_error and _size(result) <= CAP
     data = result.structured_content or {}
-    assert data["query"] == "x" * ECHO_CHARS + f"…({MB - ECHO_CHARS} more characters)"
-    assert data["also"] == ["y" * ECHO_CHARS + f"…({MB - ECHO_CHARS} more characters)"]
+    assert data["query"] == "x" * ECHO_CHARS + f"…({most - ECHO_CHARS} more characters)"
+    assert data["also"] == ["y" * ECHO_CHARS + f"…({most - ECHO_CHARS} more characters)"]
     assert "x" * (ECHO_CHARS + 1) not in _text(result)  # the text echoes no query (decision 0035), cut or not
     assert "empty" in data["note_codes"]  # the response still says why it found nothing
 
