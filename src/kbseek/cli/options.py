@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from kbseek.cli.library import several_or_one
 from kbseek.config import find_config, load_config_file
 from kbseek.errors import ConfigError
 from kbseek.facade.status import index_command
+from kbseek.numbers import MAX_DIGITS, NotAWholeNumber, read_whole_number
 from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 
 Command = Callable[..., Any]
@@ -64,38 +64,20 @@ _OPTIONS = (
 )  # fmt: skip
 
 
-_WHOLE = re.compile(r"-?[0-9]+")
-MAX_DIGITS = 100
-"""The most digits a number option may have: a number past a range is moved to its limit anyway."""
-
-
 def ascii_whole(value: str) -> int | str:
-    """``value`` as a whole number in ASCII digits (an optional leading ``-``), or the sentence
-    saying why it is not one and how to write it.
-
-    click's ``INT`` is Python's ``int``, which also reads ``+5``, ``1_0``, `` 5 `` and the digits of
-    every script (``٥``, ``５``); the options are documented as numbers, so those are refused.
-    """
-    if _WHOLE.fullmatch(value) is None:
-        meant = _meant(value)
-        hint = f": write {meant}" if meant is not None else ""
+    """``value`` as a whole number in ASCII digits (``kbseek.numbers``), or the sentence saying why
+    it is not one and how to write it: click's ``INT`` would read ``+5``, ``1_0`` and ``٥`` too."""
+    try:
+        return read_whole_number(value)
+    except NotAWholeNumber as refused:
+        if refused.digits is not None:
+            return (
+                f"the number has {refused.digits} digits, more than the {MAX_DIGITS} read: pass one in range"
+            )
+        hint = f": write {refused.meant}" if refused.meant is not None else ""
         return (
             f"{bounded_middle(value, ECHO_CHARS)!r} is not a whole number written in ASCII digits (0-9){hint}"
         )
-    digits = len(value.lstrip("-"))
-    if digits > MAX_DIGITS:
-        return f"the number has {digits} digits, more than the {MAX_DIGITS} read: pass one in range"
-    return int(value)
-
-
-def _meant(value: str) -> int | None:
-    """The number Python's lenient ``int`` reads in ``value``, to suggest, when it reads one."""
-    if len(value) > 2 * MAX_DIGITS:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
 
 
 def _ascii_first(

@@ -17,7 +17,6 @@ reads the whole knowledge base, and Host/Origin checks alone do not stop a
 neighbour on the network from opening it.
 """
 
-import re
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -33,6 +32,7 @@ from kbseek import Filters, KnowledgeBase
 from kbseek.errors import InvalidArgument
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
+from kbseek.numbers import MAX_DIGITS, NotAWholeNumber, read_whole_number
 from kbseek.server.errors import translate
 from kbseek.server.mcp import ERROR_CHARS
 from kbseek.server.slots import in_slot
@@ -59,44 +59,23 @@ def _asset(name: str) -> bytes:
     return resources.files("kbseek.server").joinpath("ui", name).read_bytes()
 
 
-_WHOLE = re.compile(r"-?[0-9]+")
-MAX_DIGITS = 100
-"""The most digits a number parameter may have. Any number past a range is moved to its nearest
-limit (with a note), so a longer one says nothing more; it would only be echoed back in that note."""
-
-
 def whole_number(name: str, raw: str) -> int:
-    """``raw`` read as a whole number in ASCII digits, with an optional leading ``-`` (the ranges
-    move a negative number to their lower limit, as for any number out of range).
-
-    Python's ``int`` also reads ``+5``, ``1_0``, `` 5 `` and the digits of every script (``٥``,
-    ``５``); the API documents whole decimal numbers, so each of those is an
-    :class:`InvalidArgument` quoting it and saying how to write it.
-    """
-    if _WHOLE.fullmatch(raw) is None:
-        shown = bounded_middle(raw, ECHO_CHARS)
-        meant = _meant(raw)
-        hint = f": write {name}={meant}" if meant is not None else ""
-        raise InvalidArgument(
-            f"{name} must be a whole number written in ASCII digits (0-9), not {shown!r}{hint}"
-        )
-    digits = len(raw.lstrip("-"))
-    if digits > MAX_DIGITS:
-        raise InvalidArgument(
-            f"{name} has {digits} digits, more than the {MAX_DIGITS} read: pass a number in its range "
-            "(one past it is moved to the nearest limit)"
-        )
-    return int(raw)
-
-
-def _meant(raw: str) -> int | None:
-    """The number Python's lenient ``int`` reads in ``raw``, to suggest, when it reads one."""
-    if len(raw) > 2 * MAX_DIGITS:
-        return None
+    """``raw`` read as a whole number in ASCII digits (``kbseek.numbers``), with an optional
+    leading ``-`` (the ranges move a negative number to their lower limit, as for any number out of
+    range); anything else is an :class:`InvalidArgument` quoting it and saying how to write it."""
     try:
-        return int(raw)
-    except ValueError:
-        return None
+        return read_whole_number(raw)
+    except NotAWholeNumber as refused:
+        if refused.digits is not None:
+            raise InvalidArgument(
+                f"{name} has {refused.digits} digits, more than the {MAX_DIGITS} read: pass a number in "
+                "its range (one past it is moved to the nearest limit)"
+            ) from None
+        hint = f": write {name}={refused.meant}" if refused.meant is not None else ""
+        raise InvalidArgument(
+            f"{name} must be a whole number written in ASCII digits (0-9), not "
+            f"{bounded_middle(raw, ECHO_CHARS)!r}{hint}"
+        ) from None
 
 
 def _int_param(request: Request, name: str) -> int | None:
