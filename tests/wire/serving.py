@@ -1,12 +1,14 @@
-"""The installed ``kbseek serve --http`` as a subprocess, for the tests that speak HTTP to it."""
+"""The installed ``kbseek serve`` as a subprocess, for the tests that speak HTTP or raw stdio to it."""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from email.message import Message
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +122,41 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+class StdioServer:
+    """A server on stdio, its stdout read by a thread so that a missing answer fails, not hangs."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, raw: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The next answer (a message with an id, null included), skipping the server's notifications."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no answer within {timeout} s") from None
+            message = json.loads(line)  # every stdout line must be JSON-RPC
+            assert message.get("jsonrpc") == "2.0"
+            if "id" in message:
+                return dict(message)
+
+    def serves_on(self) -> None:
+        """The server answers a request after whatever it was sent last."""
+        self.send(b'{"jsonrpc":"2.0","id":"after","method":"tools/list"}')
+        after = self.answer()
+        assert after["id"] == "after" and {t["name"] for t in after["result"]["tools"]} >= {"search", "fetch"}

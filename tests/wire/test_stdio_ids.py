@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from kbseek.server.stdio import HEAD_BYTES, MAX_LINE_BYTES
 from tests.conftest import NOTES, installed_script, write_notes
+from tests.wire.serving import StdioServer
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -58,45 +55,8 @@ READABLE: list[tuple[str, bytes, int | str, int]] = [
 ]
 
 
-class Server:
-    """``kbseek serve`` on stdio, its stdout read by a thread so that a missing answer fails, not hangs."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def send(self, raw: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(raw + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self, timeout: float = 30.0) -> dict[str, Any]:
-        """The next answer (a message with an id, null included), skipping notifications."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no answer within {timeout} s") from None
-            message = json.loads(line)  # every stdout line must be JSON-RPC
-            assert message.get("jsonrpc") == "2.0"
-            if "id" in message:
-                return dict(message)
-
-    def serves_on(self) -> None:
-        self.send(b'{"jsonrpc":"2.0","id":"after","method":"tools/list"}')
-        after = self.answer()
-        assert after["id"] == "after" and {t["name"] for t in after["result"]["tools"]} >= {"search", "fetch"}
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
     root = tmp_path_factory.mktemp("ids") / "kb"
     root.mkdir()
     write_notes(root, NOTES)
@@ -105,7 +65,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     ) as proc:  # fmt: skip
-        server = Server(proc)
+        server = StdioServer(proc)
         server.send(json.dumps(INITIALIZE).encode())
         assert server.answer()["result"]["serverInfo"]["name"] == "kbseek"
         server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -121,7 +81,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.mark.parametrize(("line", "rid", "code"), [r[1:] for r in READABLE], ids=[r[0] for r in READABLE])
 def test_a_refused_line_is_answered_with_its_id_and_the_server_serves_on(
-    server: Server, line: bytes, rid: int | str, code: int
+    server: StdioServer, line: bytes, rid: int | str, code: int
 ) -> None:
     server.send(line)
     answer = server.answer()
@@ -131,7 +91,7 @@ def test_a_refused_line_is_answered_with_its_id_and_the_server_serves_on(
 
 
 def test_the_head_kept_of_a_line_over_the_cap_is_bounded_and_an_id_past_it_is_not_guessed(
-    server: Server,
+    server: StdioServer,
 ) -> None:
     # the id comes after more padding than the head keeps: nothing readable, so null, and no id invented
     late = b'{"jsonrpc":"2.0","pad":"' + b"x" * HEAD_BYTES + b'","id":14,"method":"ping","params":{"q":"'
@@ -159,7 +119,7 @@ UNREADABLE: list[tuple[str, bytes]] = [
 
 
 @pytest.mark.parametrize("line", [u[1] for u in UNREADABLE], ids=[u[0] for u in UNREADABLE])
-def test_an_unreadable_id_is_answered_null_with_a_message_saying_so(server: Server, line: bytes) -> None:
+def test_an_unreadable_id_is_answered_null_with_a_message_saying_so(server: StdioServer, line: bytes) -> None:
     server.send(line)
     answer = server.answer()
     assert answer["id"] is None and answer["error"]["code"] == PARSE_ERROR
@@ -167,7 +127,7 @@ def test_an_unreadable_id_is_answered_null_with_a_message_saying_so(server: Serv
     server.serves_on()
 
 
-def test_an_integer_id_near_the_conversion_limit_comes_back_whole(server: Server) -> None:
+def test_an_integer_id_near_the_conversion_limit_comes_back_whole(server: StdioServer) -> None:
     rid = int("9" * 4000)
     server.send(b'{"jsonrpc":"2.0","id":' + str(rid).encode() + b',"method":"ping","params":{"q":"\xff"}}')
     answer = server.answer()
@@ -175,7 +135,7 @@ def test_an_integer_id_near_the_conversion_limit_comes_back_whole(server: Server
     server.serves_on()
 
 
-def test_a_malformed_response_is_not_answered_with_its_id(server: Server) -> None:
+def test_a_malformed_response_is_not_answered_with_its_id(server: StdioServer) -> None:
     # a response's id is one the server chose: echoing it would answer the server's own request
     server.send(b'{"jsonrpc":"2.0","id":15,"result":{"a":' + b"[" * DEEP + b"]" * DEEP + b"}}")
     answer = server.answer()

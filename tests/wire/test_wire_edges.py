@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import NOTES, write_notes
-from tests.wire.serving import free_port, get, request, wait_healthy
+from tests.wire.serving import StdioServer, free_port, get, request, wait_healthy
 
 DRIVER = """
 import json, sys
@@ -95,45 +93,13 @@ def _driver(mode: str, root: Path, **options: Any) -> list[str]:
 # --- stdio -------------------------------------------------------------------------------------
 
 
-class Stdio:
-    """A server on stdio, its stdout read by a thread so that a missing answer is a timeout, not a hang."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def send(self, raw: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(raw + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self, timeout: float = 10.0) -> dict[str, Any]:
-        """The next answer (a message with an id, or an error), skipping the server's notifications."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no answer within {timeout} s") from None
-            message = json.loads(line)  # every stdout line must be JSON-RPC
-            assert message.get("jsonrpc") == "2.0"
-            if "id" in message:
-                return dict(message)
-
-
 @pytest.fixture(scope="module")
-def stdio(notes: Path) -> Iterator[Stdio]:
+def stdio(notes: Path) -> Iterator[StdioServer]:
     with subprocess.Popen(
         _driver("stdio", notes), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     ) as proc:  # fmt: skip
-        server = Stdio(proc)
+        server = StdioServer(proc)
         server.send(json.dumps(INITIALIZE).encode())
         assert server.answer(timeout=30)["result"]["serverInfo"]["name"] == "kbseek"
         server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -149,7 +115,7 @@ def stdio(notes: Path) -> Iterator[Stdio]:
 
 @pytest.mark.parametrize(("line", "code", "rid"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
 def test_a_malformed_stdio_line_is_answered_and_the_server_serves_on(
-    stdio: Stdio, line: bytes, code: int, rid: int | str | None
+    stdio: StdioServer, line: bytes, code: int, rid: int | str | None
 ) -> None:
     stdio.send(line)
     answer = stdio.answer()
@@ -160,7 +126,7 @@ def test_a_malformed_stdio_line_is_answered_and_the_server_serves_on(
     assert after["id"] == "after" and {t["name"] for t in after["result"]["tools"]} >= {"search", "fetch"}
 
 
-def test_a_batch_is_refused_by_name_and_a_blank_line_is_not_a_message(stdio: Stdio) -> None:
+def test_a_batch_is_refused_by_name_and_a_blank_line_is_not_a_message(stdio: StdioServer) -> None:
     stdio.send(b'[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]')
     assert "batch" in stdio.answer()["error"]["message"]
     stdio.send(b"   ")
