@@ -17,7 +17,7 @@ glob cheap here:
   not backtrack on these expressions.
 
 Paths and globs are compared in both Unicode normal forms: a name typed on one system (NFC) finds a
-file named on another (macOS writes NFD), so each glob is matched in its NFC and its NFD form.
+file named on another (macOS writes NFD), so each glob is matched as typed, in NFC and in NFD.
 """
 
 from __future__ import annotations
@@ -42,13 +42,15 @@ GLOB_FORMS = "e.g. runbooks/**/*.md or *.pdf"
 
 def keep_glob(pattern: str) -> str:
     """A glob as kept and compared: separators as ``/``, a leading ``/`` or ``./`` dropped, ASCII
-    letters folded (paths compare folded, as prefixes do), NFC, and runs of stars collapsed.
+    letters folded (paths compare folded, as prefixes do), and runs of stars collapsed. It is not
+    normalised: a name is matched as typed too (:func:`path_forms`), so a character NFC replaces
+    (``豈`` U+F900, ``Ω`` U+2126) still finds a file named with it.
 
     Raises :class:`InvalidArgument` for an empty glob, one holding NUL, or one over the caps.
     """
     if len(pattern) > MAX_GLOB_CHARS * 4:  # not worth cleaning: far past the cap whatever it holds
         raise InvalidArgument(_too_long(pattern))
-    cleaned = unicodedata.normalize("NFC", pattern.replace("\\", "/").lstrip("/").translate(_ASCII_LOWER))
+    cleaned = pattern.replace("\\", "/").lstrip("/").translate(_ASCII_LOWER)
     while cleaned.startswith("./"):
         cleaned = cleaned[2:].lstrip("/")
     if not cleaned or "\x00" in cleaned:
@@ -170,11 +172,12 @@ def glob_regex(glob: str) -> str:
 
 
 def path_forms(text: str) -> tuple[str, ...]:
-    """A path, prefix or glob in each Unicode normal form it differs in (NFC first): a store's paths
-    are as the file system named them, in either form, and a filter must find both."""
-    nfc = unicodedata.normalize("NFC", text)
-    nfd = unicodedata.normalize("NFD", text)
-    return (nfc,) if nfd == nfc else (nfc, nfd)
+    """A path, prefix or glob as typed, then in NFC and in NFD, each once: a store's paths are as the
+    file system named them, in either form, and a filter must find both (and the name as typed,
+    where normalising would replace one of its characters)."""
+    return tuple(
+        dict.fromkeys((text, unicodedata.normalize("NFC", text), unicodedata.normalize("NFD", text)))
+    )
 
 
 # -- the matcher ---------------------------------------------------------------------------------------

@@ -179,7 +179,7 @@ def test_both_unicode_normal_forms_match() -> None:
     nfc = "メモ/パスワード.md"
     nfd = unicodedata.normalize("NFD", nfc)
     assert nfd != nfc
-    assert path_forms(nfd) == (nfc, nfd)
+    assert path_forms(nfd) == (nfd, nfc) and path_forms(nfc) == (nfc, nfd)
     for glob in (nfc.replace(".md", "*"), nfd.replace(".md", "*")):
         matcher = GlobMatcher(keep_glob(glob))
         assert matcher.matches(nfc) and matcher.matches(nfd)
@@ -203,3 +203,13 @@ def test_the_like_prefilter_keeps_every_decomposed_path_the_glob_matches() -> No
     from kbseek.store.sqlite_filters import glob_like
 
     assert glob_like(keep_glob("???/*/")) == "_%_%_%/%/%"
+
+
+@pytest.mark.parametrize("name", ["\uf900", "\u2126", "\u212b", "\u212a"])  # 豈 Ω Å K, as compatibility characters
+def test_a_name_whose_character_normalising_replaces_is_found_by_itself(name: str) -> None:
+    """NFC and NFD both replace these characters (a CJK compatibility ideograph, the ohm, ångström
+    and kelvin signs), so a glob matched only in the normal forms missed the file it names."""
+    assert unicodedata.normalize("NFC", name) != name
+    path = f"notes/{name}.md"
+    assert GlobMatcher(keep_glob(path)).matches(path.lower() if name.isascii() else path)
+    assert GlobMatcher(keep_glob(f"{name}.md")).matches(path)
