@@ -260,3 +260,13 @@ def test_a_lone_surrogate_in_an_mcp_body_is_named(port: int) -> None:
     short = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\\u12"}}'
     status, _, answer = request(f"http://127.0.0.1:{port}/mcp", headers, short)
     assert status == 400 and "surrogate" not in answer["error"]["message"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("written", ["1_0", "+5", " 5", "٥", "５"])
+async def test_a_whole_number_sent_as_text_takes_ascii_digits_only(kb: KnowledgeBase, written: str) -> None:
+    """The SDK's validation would read "1_0" as 10 and "+5" as 5; the other surfaces refuse them."""
+    _, text, error = await call(kb, limit=written)
+    assert error and "must be a whole number written in ASCII digits (0-9)" in text, text
+    data, _, error = await call(kb, limit="2")  # ASCII digits as text are still a number
+    assert not error and len(data["hits"]) <= 2

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from kbseek import Filters, KnowledgeBase, __version__, render
 from kbseek.errors import InvalidArgument
 from kbseek.facade import response_cap
+from kbseek.numbers import NotAWholeNumber, read_whole_number
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
@@ -275,7 +276,9 @@ class _BoundedServer(KbServer):
         return [_compact_tool(t) for t in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        _refuse_unknown_arguments(self._tool_manager.get_tool(name), arguments)
+        tool = self._tool_manager.get_tool(name)
+        _refuse_unknown_arguments(tool, arguments)
+        _refuse_numbers_in_other_digits(tool, arguments)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -284,6 +287,30 @@ class _BoundedServer(KbServer):
                 raise
             kind = UnexpectedToolError if isinstance(exc, UnexpectedToolError) else ToolError
             raise kind(bounded_middle(text, ERROR_CHARS)) from exc.__cause__
+
+
+def _refuse_numbers_in_other_digits(tool: Any, arguments: dict[str, Any]) -> None:
+    """A whole-number argument sent as a string is read as the other surfaces read one: ASCII digits
+    only (decision 0048). The SDK's schema validation would take ``"1_0"`` as 10 and ``"+5"`` as 5."""
+    if tool is None or not isinstance(arguments, dict):
+        return
+    properties = (tool.parameters or {}).get("properties", {})
+    for name, value in arguments.items():
+        if not isinstance(value, str) or not _is_integer(properties.get(name, {})):
+            continue
+        try:
+            read_whole_number(value)
+        except NotAWholeNumber as refused:
+            hint = f": write {name}={refused.meant}" if refused.meant is not None else ""
+            raise ToolError(
+                f"{name} must be a whole number written in ASCII digits (0-9), not "
+                f"{bounded_middle(value, 80)!r}{hint}"
+            ) from None
+
+
+def _is_integer(schema: dict[str, Any]) -> bool:
+    kinds = [schema, *schema.get("anyOf", [])]
+    return any(isinstance(k, dict) and k.get("type") == "integer" for k in kinds)
 
 
 def _refuse_unknown_arguments(tool: Any, arguments: dict[str, Any]) -> None:
