@@ -26,8 +26,8 @@ from kbseek.cli.doctor.postgres_store import (  # noqa: E402
     check_pgvector,
     check_schema,
 )
+from kbseek.store.meta import META_SCHEMA_VERSION  # noqa: E402
 from kbseek.store.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, display_url, lock_key  # noqa: E402
-from kbseek.store.schema import META_SCHEMA_VERSION  # noqa: E402
 
 POSTGRES_CHECKS = [
     "python", "config", "model", "reranker", "database", "pgvector", "index", "permissions", "writer lock",

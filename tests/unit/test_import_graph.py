@@ -77,7 +77,7 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
     "kbseek.cli.doctor.postgres_store": {
         "kbseek.store.postgres_schema": "doctor reads the schema's version, name and lock key without opening "
         "a store, whose setup would create the schema and the extension",
-        "kbseek.store.schema": "doctor reads the meta rows of a PostgreSQL index as the store would",
+        "kbseek.store.meta": "doctor reads the meta rows of a PostgreSQL index as the store would",
         "kbseek.store.postgres_lock": "doctor names the holder of the lock a writer holds for a whole pass",
     },
     "kbseek.cli.doctor.runner": {

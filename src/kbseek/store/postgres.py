@@ -46,6 +46,8 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.conventions import unpack_text
+from kbseek.store.meta import META_PASSES, index_meta
 from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
 from kbseek.store.postgres_filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
 from kbseek.store.postgres_generation import PostgresNextGeneration
@@ -64,7 +66,6 @@ from kbseek.store.postgres_schema import (
 )
 from kbseek.store.postgres_statistics import refresh_statistics
 from kbseek.store.postgres_writer import PostgresWriter
-from kbseek.store.schema import META_PASSES, index_meta, unpack_text
 
 __all__ = ["PostgresStore"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
+from kbseek.store.conventions import BM25_WEIGHTS
 from kbseek.store.postgres_pool import Conn
-from kbseek.store.schema import BM25_WEIGHTS
 
 __all__ = ["BM25_B", "BM25_K1", "candidates", "document_frequencies"]
 

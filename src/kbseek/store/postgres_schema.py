@@ -29,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
 from kbseek.errors import ConfigError, IndexIncompatible
-from kbseek.store.schema import META_SCHEMA_VERSION
+from kbseek.store.meta import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -28,21 +28,20 @@ from psycopg.rows import TupleRow
 from kbseek.dates import MTIME_SOURCE, mtime_day
 from kbseek.errors import KbBug
 from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.conventions import RETIRED_CHUNKS_KEPT, pack_text
 from kbseek.store.facts import document_facts
 from kbseek.store.links import document_names, link_keys
-from kbseek.store.postgres_filters import fold_tag
-from kbseek.store.schema import (
+from kbseek.store.meta import (
     META_EMBEDDING,
     META_NEXT_EMBEDDING,
     META_PASSES,
     NEXT_PREFIX,
-    RETIRED_CHUNKS_KEPT,
     embedding_meta,
     index_meta,
-    pack_text,
     pass_meta,
     same_generation,
 )
+from kbseek.store.postgres_filters import fold_tag
 
 
 def lexical_terms(text: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""The SQLite index's table layout, its version, opening a file under it, and reading its meta table.
+"""The SQLite index's table layout, its version, and opening a file under it (the meta table's keys and
+their reading are ``store/meta.py``'s, shared with PostgreSQL).
 
 The index is derived data: every row can be rebuilt from the files. So an
 index written by an *older* schema is rebuilt from scratch, unless every
@@ -12,14 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbseek.errors import IndexIncompatible
-from kbseek.store.base import Counts, EmbeddingRecord, IndexMeta
+from kbseek.store.base import Counts, IndexMeta
+from kbseek.store.meta import META_SCHEMA_VERSION, index_meta
 
 log = logging.getLogger(__name__)
 
@@ -176,29 +177,6 @@ documents' links and names (filled by the re-parse of parse version 6, vectors k
 generation of vectors, empty until a model switch (docs/decisions/0040); 6: the documents' dates and
 front-matter fields (filled by the re-parse of parse version 8, vectors kept)."""
 
-# BM25 column weights for (heading, body): a match in the heading path says
-# more about what a chunk is about than one in passing.
-BM25_WEIGHTS = (2.0, 1.0)
-
-RETIRED_CHUNKS_KEPT = 50_000
-
-# The meta table's keys. Only the store reads or writes them; everyone else sees ``base.IndexMeta``.
-META_SCHEMA_VERSION = "schema_version"
-META_LAST_PASS_AT = "last_pass_at"
-META_PARSE_VERSION = "parse_version"
-META_DATE_FIELDS = "date_fields"
-META_CHUNKING = "chunking"
-META_PASSES = "passes"
-META_LISTING_PASS = "listing_pass"
-META_EMBED_MODEL = "embed_model"
-META_EMBED_DIM = "embed_dim"
-META_EMBED_SCHEME = "embed_scheme"
-META_EMBED_SPEC = "embed_spec"
-META_EMBEDDING = (META_EMBED_MODEL, META_EMBED_DIM, META_EMBED_SCHEME, META_EMBED_SPEC)
-NEXT_PREFIX = "next_"
-"""The next generation's record is kept under the same keys with this prefix (``next_embed_model`` …)."""
-META_NEXT_EMBEDDING = tuple(NEXT_PREFIX + key for key in META_EMBEDDING)
-
 
 def open_schema(conn: sqlite3.Connection, path: Path) -> None:
     """Check the index's schema, and create or rebuild it under a write lock when it must change.
@@ -347,94 +325,6 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
     # and `immutable=1` keeps SQLite from creating -wal and -shm files just to read it.
     flags = "mode=ro" if wal.exists() and shm.exists() else "mode=ro&immutable=1"
     return sqlite3.connect(f"{db.resolve().as_uri()}?{flags}", uri=True, timeout=2.0)
-
-
-def index_meta(raw: dict[str, str]) -> IndexMeta:
-    """The meta table's strings as typed facts; a value that does not parse counts as never recorded."""
-    return IndexMeta(
-        last_pass_at=_float_or_none(raw.get(META_LAST_PASS_AT)),
-        parse_version=_int_or_none(raw.get(META_PARSE_VERSION)),
-        embedding=_embedding_record(raw, ""),
-        passes=_int_or_none(raw.get(META_PASSES)) or 0,
-        listing_pass=_int_or_none(raw.get(META_LISTING_PASS)) or 0,
-        next_embedding=_embedding_record(raw, NEXT_PREFIX),
-        date_fields=tuple(raw[META_DATE_FIELDS].split("\n")) if raw.get(META_DATE_FIELDS) else None,
-        chunking=raw.get(META_CHUNKING) or None,
-    )
-
-
-def _embedding_record(raw: dict[str, str], prefix: str) -> EmbeddingRecord | None:
-    model = raw.get(prefix + META_EMBED_MODEL)
-    if model is None:
-        return None
-    return EmbeddingRecord(
-        model, _int_or_none(raw.get(prefix + META_EMBED_DIM)), raw.get(prefix + META_EMBED_SCHEME),
-        raw.get(prefix + META_EMBED_SPEC),
-    )  # fmt: skip
-
-
-def pass_meta(
-    *, finished_at: float, parse_version: int, passes_before: str | None, listing_changed: bool,
-    date_fields: Sequence[str] | None = None, chunking: str | None = None,
-) -> dict[str, str | None]:  # fmt: skip
-    """The meta rows that record a finished pass, as :func:`index_meta` reads them back.
-
-    ``passes_before`` is the counter's row as the writer's transaction reads it: transactions are
-    serialised per index, so no other pass counts between that read and this write.
-    """
-    passes = (_int_or_none(passes_before) or 0) + 1
-    rows: dict[str, str | None] = {
-        META_LAST_PASS_AT: repr(finished_at),
-        META_PARSE_VERSION: str(parse_version),
-        META_PASSES: str(passes),
-    }
-    if listing_changed:
-        rows[META_LISTING_PASS] = str(passes)
-    if date_fields is not None:
-        rows[META_DATE_FIELDS] = "\n".join(date_fields)
-    if chunking is not None:
-        rows[META_CHUNKING] = chunking
-    return rows
-
-
-def pack_text(text: str) -> bytes:
-    """A document's served text as stored: UTF-8 (a lone surrogate kept), zlib at its fastest level
-    (tens of microseconds a note; the bundled example's notes shrink to 56 %)."""
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
-
-
-def unpack_text(data: bytes) -> str:
-    return zlib.decompress(data).decode("utf-8", "surrogatepass")
-
-
-def embedding_meta(embedding: EmbeddingRecord, *, prefix: str = "") -> dict[str, str | None]:
-    """The meta rows that record what made the vectors (with :data:`NEXT_PREFIX`: the next
-    generation's); ``None`` removes a row (read back as unknown)."""
-    return {
-        prefix + META_EMBED_MODEL: embedding.model,
-        prefix + META_EMBED_DIM: None if embedding.dim is None else str(embedding.dim),
-        prefix + META_EMBED_SCHEME: embedding.scheme,
-        prefix + META_EMBED_SPEC: embedding.spec,
-    }
-
-
-def same_generation(old: EmbeddingRecord | None, new: EmbeddingRecord) -> bool:
-    """Whether a next generation recorded as ``old`` is the one ``new`` starts: its vectors are kept."""
-    return old is not None and (old.model, old.scheme) == (new.model, new.scheme)
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _float_or_none(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def create_private(path: Path) -> None:

@@ -39,15 +39,10 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.conventions import BM25_WEIGHTS, unpack_text
 from kbseek.store.fts_match import match_expression, rare_terms
-from kbseek.store.schema import (
-    BM25_WEIGHTS,
-    create_private,
-    index_meta,
-    is_busy,
-    open_schema,
-    unpack_text,
-)
+from kbseek.store.meta import index_meta
+from kbseek.store.schema import create_private, is_busy, open_schema
 from kbseek.store.sqlite_filters import AllowedSet, SqliteFacts, register_functions
 from kbseek.store.sqlite_generation import SqliteNextGeneration
 from kbseek.store.sqlite_links import SqliteLinks

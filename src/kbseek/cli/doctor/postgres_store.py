@@ -29,6 +29,7 @@ from kbseek.cli.doctor.result import CheckResult, guarded, index_verdict
 from kbseek.cli.doctor.system import human_bytes
 from kbseek.errors import ConfigError
 from kbseek.store import postgres_schema
+from kbseek.store.meta import META_SCHEMA_VERSION, index_meta
 from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
@@ -43,7 +44,6 @@ from kbseek.store.postgres_schema import (
     pgvector_upgrade,
     schema_name,
 )
-from kbseek.store.schema import META_SCHEMA_VERSION, index_meta
 
 Conn = psycopg.Connection[TupleRow]
 
