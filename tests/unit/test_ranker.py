@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,15 @@ def test_documents_move_as_the_model_says_and_their_chunks_keep_their_fused_orde
     assert out[0].score > out[1].score  # chunk 2 keeps its place below chunk 1 of the same document
     assert out[0].learned == (("links", 1.0),) and out[2].learned == (("links", -3.0),)
     assert out[3].learned == () and out[3].score < min(f.score for f in out[:3])  # beyond the depth: after
+
+
+def test_the_entries_given_are_left_as_they_were() -> None:
+    """``order`` reads as a function of its arguments: it once rescored the caller's entries in place."""
+    rows = {1: chunk(1, 10), 3: chunk(3, 20, "[x](x.md) " * 5), 4: chunk(4, 30)}
+    ranked = [Fused(3, 0.9), Fused(1, 0.8), Fused(4, 0.1)]
+    before = [replace(f) for f in ranked]
+    out = stump("links", 0.5, 1.0, -3.0, depth=2).order(ranked, rows, view(), {})
+    assert ranked == before and all(o is not f for o in out for f in ranked)
 
 
 def test_a_search_with_no_candidates_is_left_as_it_is() -> None:

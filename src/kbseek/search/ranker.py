@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -170,14 +170,13 @@ class LearnedRanker:
             best.setdefault(rows[f.rowid].document_id, f.score)
         floor, top = min(scored.values()), max(head[0].score, 1e-12)
         out = []
-        for f in live:  # the fusion's entries are this search's own: changed in place, as best_of does
+        for f in live:  # new entries: the ones given are the caller's, as a function's arguments are
             doc = rows[f.rowid].document_id
             if doc in scored:
-                f.score = scored[doc] * (min(f.score / best[doc], 1.0) if best[doc] > 0 else 1.0)
-                f.learned = why[doc]
+                share = min(f.score / best[doc], 1.0) if best[doc] > 0 else 1.0
+                out.append(replace(f, score=scored[doc] * share, learned=why[doc]))
             else:
-                f.score = floor * min(f.score / top, 1.0) * 0.5
-            out.append(f)
+                out.append(replace(f, score=floor * min(f.score / top, 1.0) * 0.5))
         out.sort(key=lambda f: (-f.score, f.rowid))
         return out
 
