@@ -29,6 +29,7 @@ from tests.unit.test_store_contract import chunk, document, write
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 from kbseek.store import postgres_vectors  # noqa: E402
 from kbseek.store.postgres import PostgresStore  # noqa: E402
+from kbseek.store.postgres_schema import SCHEMA_PREFIX  # noqa: E402
 
 DIM = 24
 
@@ -333,3 +334,27 @@ def test_past_400000_vectors_the_graph_is_searched_wider() -> None:
     small, large = postgres_vectors.EF_SEARCH, postgres_vectors.EF_SEARCH_LARGE
     assert postgres_vectors.breadth_for(0) == postgres_vectors.breadth_for(400_000) == small
     assert postgres_vectors.breadth_for(400_001) == large > small
+
+
+def test_a_readers_first_search_takes_the_breadth_of_the_index_size(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader whose first call is a search has counted nothing yet: it counts, instead of searching
+    the graph at the smallest breadth whatever the index's size (the count came from whichever call
+    ran before, and the keyword leg counts on another thread at the same time)."""
+    _fill(store, 200)
+    monkeypatch.setattr(postgres_vectors, "LARGE", 100)  # 200 vectors stand for a large index
+    asked: list[int] = []
+    nearest = postgres_vectors.nearest
+
+    def recording(*args: object, ef_search: int, **kwargs: object) -> object:
+        asked.append(ef_search)
+        return nearest(*args, ef_search=ef_search, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(postgres_vectors, "nearest", recording)
+    reader = PostgresStore(postgres_server.url(), store.schema.removeprefix(SCHEMA_PREFIX))
+    try:
+        assert reader.nearest_vectors(_queries(1)[0], 5)
+        assert asked == [postgres_vectors.EF_SEARCH_LARGE]
+    finally:
+        reader.close()

@@ -546,8 +546,12 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     ) -> list[tuple[int, float]]:
         if self._absent:
             return []
-        counted = self._counts  # as the last search's summary read them: no statement of its own
-        breadth = postgres_vectors.breadth_for(counted[1].chunks if counted is not None else 0)
+        # The breadth follows the index's size: as the last count read it (no statement), or counted
+        # now when nothing has counted yet (a reader whose first call is a search), rather than the
+        # smallest breadth at any size while the keyword leg is still counting on its own thread.
+        counted = self._counts
+        chunks = counted[1].chunks if counted is not None else self.counts().chunks
+        breadth = postgres_vectors.breadth_for(chunks)
         with self._reading() as conn:
             return postgres_vectors.nearest(conn, query, k, allowed=allowed, ef_search=breadth)
 
