@@ -179,3 +179,11 @@ def test_dates_and_fields_follow_rewrites_touches_and_deletes(store: Store) -> N
     with store.transaction() as tx:
         tx.delete_document(doc_id)
     assert not store.has_field("status") and store.date_sources() == {}
+
+
+def test_the_chunks_a_filter_passes_come_as_a_set_no_caller_can_change(store: Store) -> None:
+    """Stores hand the same set to every search narrowed alike, and the graph keeps its scan keyed on
+    it (``search/ann.py``): a mutable set changed by one caller would have changed every other's."""
+    corpus(store)
+    allowed = store.filtered_rowids(SearchFilters(path_globs=("runbooks/**",)))
+    assert isinstance(allowed, frozenset) and allowed

@@ -208,7 +208,7 @@ class ApproximateIndex:
         self._ids = np.empty(0, dtype=np.int64)
         """The rowids in the graphs, ascending (the diff a refresh makes, the filter's membership test)."""
         self._lock = threading.Lock()
-        self._scanned: dict[int, tuple[set[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._scanned: dict[int, tuple[frozenset[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         """Per graph, the last small filter's gathered rows (``_scan``)."""
         """Held by every search and by each batch of a mutation: usearch graphs are not read while written."""
         self._writing = threading.Lock()
@@ -339,7 +339,7 @@ class ApproximateIndex:
 
     # -- searching -----------------------------------------------------------------------------------
 
-    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
         """(chunk rowid, cosine similarity) best first, on the same scale as exact search."""
         if k <= 0 or len(self._ids) == 0:
             return []
@@ -358,7 +358,7 @@ class ApproximateIndex:
         return [(int(ids[i]), float(sims[i])) for i in top]
 
     def search_parts(
-        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: frozenset[int] | None = None
     ) -> list[tuple[int, tuple[float, ...]]]:
         """(chunk rowid, each part's cosine) for the best ``k`` rows of every part, unranked.
 
@@ -385,7 +385,7 @@ class ApproximateIndex:
         return [(int(ids[i]), tuple(float(c[i]) for c in cosines)) for i in sorted(chosen)]
 
     def _graph_top(
-        self, graph: int, query: np.ndarray, count: int, allowed: set[int] | None
+        self, graph: int, query: np.ndarray, count: int, allowed: frozenset[int] | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, int8 cosines) of about the best ``count`` rows of one graph, best first, all allowed."""
         start, width = self._slices[graph]
@@ -419,7 +419,7 @@ class ApproximateIndex:
         return keys, sims
 
     def _scan(
-        self, graph: int, q: Int8Matrix, count: int, allowed: set[int]
+        self, graph: int, q: Int8Matrix, count: int, allowed: frozenset[int]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Score every allowed row from its int8 vector (a small filter: exact over the quantised rows)."""
         with self._lock:
@@ -427,10 +427,10 @@ class ApproximateIndex:
             if cached is not None and cached[0] is allowed and cached[1] is self._ids:
                 present, vectors, norms = cached[2], cached[3], cached[4]
             else:
-                # Gathering the rows from the graph is most of a scan's cost: the store hands the same
-                # set object to every search narrowed the same way while the index is unchanged, and
-                # ``_ids`` is replaced (never changed in place) when rows come or go, so the gathered
-                # rows are kept for as long as both are the same objects.
+                # Gathering the rows from the graph is most of a scan's cost, so they are kept while
+                # both inputs are the same objects: ``allowed`` is a frozenset (it cannot change under
+                # the cache; a store that hands out a new one each time only misses it), and ``_ids`` is
+                # replaced, never changed in place, when rows come or go.
                 wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
                 ids = self._ids
                 at = np.searchsorted(ids, wanted)

@@ -46,12 +46,12 @@ class VectorIndex(Protocol):
         """Take in the store's new vector rowids and drop its deleted ones; returns (added, removed)."""
         ...
 
-    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
         """At most ``k`` (chunk rowid, cosine) best first; with ``allowed``, only rowids in it."""
         ...
 
     def search_parts(
-        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: frozenset[int] | None = None
     ) -> list[tuple[int, tuple[float, ...]]]:
         """(chunk rowid, each part's cosine) for the best ``k`` rows of every part (``embed.pair``)."""
         ...
@@ -107,7 +107,7 @@ class DenseIndex:
             self._ids, self._matrix = ids, matrix
         return len(new_ids), int((~keep).sum())
 
-    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
         """(chunk rowid, cosine similarity) best first. Vectors are unit length, so a dot product is the cosine."""
         with self._lock:
             ids, matrix = self._ids, self._matrix
@@ -123,7 +123,7 @@ class DenseIndex:
         return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
 
     def search_parts(
-        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: frozenset[int] | None = None
     ) -> list[tuple[int, tuple[float, ...]]]:
         """(chunk rowid, each part's cosine) for the best ``k`` rows of every part, unranked.
 
@@ -163,7 +163,7 @@ def part_cosines(matrix: np.ndarray, query: np.ndarray, parts: Sequence[int]) ->
     return cosines
 
 
-def _allowed_mask(ids: np.ndarray, allowed: set[int] | None) -> np.ndarray | None:
+def _allowed_mask(ids: np.ndarray, allowed: frozenset[int] | None) -> np.ndarray | None:
     """Which rows a filtered search may return (``None``: every row)."""
     if allowed is None:
         return None

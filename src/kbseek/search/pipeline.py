@@ -175,7 +175,7 @@ def run_search(
     compiled = [compile_query(p, max_terms=request.max_terms) for p in phrasings]
     said = [i for i, p in enumerate(phrasings) if p.strip()]
     vectors: dict[int, np.ndarray] = {}
-    allowed: set[int] | None = None
+    allowed: frozenset[int] | None = None
     if dense is not None and said:
         allowed = store.filtered_rowids(request.filters)
         embedded = dense.embed_queries([phrasings[i] for i in said])  # one model call for all of them
@@ -441,7 +441,7 @@ class Nearest:
     parts: list[tuple[int, tuple[float, ...]]]
 
 
-def _nearest(dense: DenseLeg, vector: np.ndarray, allowed: set[int] | None) -> Nearest:
+def _nearest(dense: DenseLeg, vector: np.ndarray, allowed: frozenset[int] | None) -> Nearest:
     """The dense index's search for one phrasing, as run on a leg thread (:func:`_legs`)."""
     if dense.parts:
         return Nearest(

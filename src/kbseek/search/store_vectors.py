@@ -111,11 +111,11 @@ class StoreVectorIndex:
         self._prepare(store)
         return max(self._count - before, 0), max(before - self._count, 0)
 
-    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
         return self._nearest.nearest_vectors(np.asarray(query, dtype=np.float32), k, allowed)
 
     def search_parts(
-        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: set[int] | None = None
+        self, query: np.ndarray, k: int, parts: Sequence[int], allowed: frozenset[int] | None = None
     ) -> list[tuple[int, tuple[float, ...]]]:
         """One part only: each part of a concatenated vector needs its own index (``search.ann``)."""
         if len(parts) > 1 or sum(parts) != self._dim:

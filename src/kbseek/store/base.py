@@ -487,7 +487,7 @@ class Store(Protocol):
         """
         ...
 
-    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
+    def filtered_rowids(self, filters: SearchFilters) -> frozenset[int] | None:
         """Rowids of the chunks passing ``filters``, or ``None`` when they narrow nothing.
 
         ``filters.path_prefix`` keeps documents whose path starts with it, taken literally (``%`` and

@@ -434,7 +434,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             out[int(rowid)].add(str(term))
         return out
 
-    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
+    def filtered_rowids(self, filters: SearchFilters) -> frozenset[int] | None:
         params: dict[str, Any] = {}
         clauses = filter_sql(filters, params)
         if not clauses:
@@ -443,7 +443,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         rows = self._rows(
             f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE {where}", params
         )
-        return {int(r[0]) for r in rows}
+        return frozenset(int(r[0]) for r in rows)
 
     def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
         params: dict[str, Any] = {"limit": max(limit, 0)}

@@ -148,9 +148,9 @@ def passing_chunks(
     if len(documents) <= FEW_DOCUMENTS:
         sql = "SELECT group_concat(id) FROM chunks WHERE document_id IN (SELECT value FROM json_each(?))"
         row = conn.execute(sql, ("[" + ",".join(map(str, documents.tolist())) + "]",)).fetchone()
-        return AllowedSet(set(_ids(row[0]).tolist()))
+        return AllowedSet(frozenset(_ids(row[0]).tolist()))
     chunk_ids, owners = chunk_documents()
-    return AllowedSet(set(chunk_ids[np.isin(owners, documents)].tolist()))
+    return AllowedSet(frozenset(chunk_ids[np.isin(owners, documents)].tolist()))
 
 
 Ids = npt.NDArray[np.int64]
@@ -248,7 +248,7 @@ class SqliteFacts:
 
         def _version(self) -> tuple[int, int]: ...
 
-    def filtered_rowids(self, filters: SearchFilters) -> set[int] | None:
+    def filtered_rowids(self, filters: SearchFilters) -> frozenset[int] | None:
         allowed = self._allowed(filters)
         return None if allowed is None else allowed.rowids
 
@@ -332,13 +332,15 @@ def field_facets(
 
 
 class AllowedSet:
-    """The chunk rowids narrow filters pass, as a set (the dense leg, and ``filtered_rowids``) and as
-    the JSON array the full lexical query binds (``rowid IN (SELECT value FROM json_each(?))``: one
-    parameter however many rows). Shared between searches: read only."""
+    """The chunk rowids narrow filters pass, as a frozen set (the dense leg, and ``filtered_rowids``)
+    and as the JSON array the full lexical query binds (``rowid IN (SELECT value FROM json_each(?))``:
+    one parameter however many rows). Shared between searches, so it cannot be changed: a cache keyed
+    on the set (the graph's scanned rows, ``search/ann.py``) can trust that the same object holds the
+    same rows."""
 
     __slots__ = ("_json", "rowids")
 
-    def __init__(self, rowids: set[int]) -> None:
+    def __init__(self, rowids: frozenset[int]) -> None:
         self.rowids = rowids
         self._json: str | None = None
 
