@@ -339,7 +339,9 @@ class ApproximateIndex:
 
     # -- searching -----------------------------------------------------------------------------------
 
-    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
+    def search(
+        self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None
+    ) -> list[tuple[int, float]]:
         """(chunk rowid, cosine similarity) best first, on the same scale as exact search."""
         if k <= 0 or len(self._ids) == 0:
             return []

@@ -46,7 +46,9 @@ class VectorIndex(Protocol):
         """Take in the store's new vector rowids and drop its deleted ones; returns (added, removed)."""
         ...
 
-    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
+    def search(
+        self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None
+    ) -> list[tuple[int, float]]:
         """At most ``k`` (chunk rowid, cosine) best first; with ``allowed``, only rowids in it."""
         ...
 
@@ -107,7 +109,9 @@ class DenseIndex:
             self._ids, self._matrix = ids, matrix
         return len(new_ids), int((~keep).sum())
 
-    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
+    def search(
+        self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None
+    ) -> list[tuple[int, float]]:
         """(chunk rowid, cosine similarity) best first. Vectors are unit length, so a dot product is the cosine."""
         with self._lock:
             ids, matrix = self._ids, self._matrix

@@ -111,7 +111,9 @@ class StoreVectorIndex:
         self._prepare(store)
         return max(self._count - before, 0), max(before - self._count, 0)
 
-    def search(self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None) -> list[tuple[int, float]]:
+    def search(
+        self, query: np.ndarray, k: int, allowed: frozenset[int] | None = None
+    ) -> list[tuple[int, float]]:
         return self._nearest.nearest_vectors(np.asarray(query, dtype=np.float32), k, allowed)
 
     def search_parts(
