@@ -429,10 +429,8 @@ class ApproximateIndex:
             if cached is not None and cached[0] is allowed and cached[1] is self._ids:
                 present, vectors, norms = cached[2], cached[3], cached[4]
             else:
-                # Gathering the rows from the graph is most of a scan's cost, so they are kept while
-                # both inputs are the same objects: ``allowed`` is a frozenset (it cannot change under
-                # the cache; a store that hands out a new one each time only misses it), and ``_ids`` is
-                # replaced, never changed in place, when rows come or go.
+                # Gathering the rows is most of a scan's cost: kept while both inputs are the same
+                # objects (``allowed`` is frozen; ``_ids`` is replaced, never changed, as rows change).
                 wanted = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
                 ids = self._ids
                 at = np.searchsorted(ids, wanted)

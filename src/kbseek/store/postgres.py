@@ -546,9 +546,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
     ) -> list[tuple[int, float]]:
         if self._absent:
             return []
-        # The breadth follows the index's size: as the last count read it (no statement), or counted
-        # now when nothing has counted yet (a reader whose first call is a search), rather than the
-        # smallest breadth at any size while the keyword leg is still counting on its own thread.
+        # The index's size as last counted (no statement), or counted now by a reader's first search
         counted = self._counts
         chunks = counted[1].chunks if counted is not None else self.counts().chunks
         breadth = postgres_vectors.breadth_for(chunks)
