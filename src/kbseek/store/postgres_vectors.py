@@ -5,12 +5,14 @@ vectors and builds no graph, because the database answers "the k nearest chunks"
 the statements, as functions of a connection; ``postgres.PostgresStore`` lends the connection.
 
 The ``embeddings`` column has no fixed dimension (docs/decisions/0030), and pgvector indexes only a
-typed column, so the index is an expression index on ``vector::vector(d)``, partial on
-``vector_dims(vector) = d``. The predicate keeps an insert of another dimension (a new model after
-``clear_vectors``) from evaluating a cast that would fail; the old index then simply holds nothing
-and is dropped when the next one is built. A query names the same expression and predicate, with
-``d`` written into the statement (never a parameter: a generic plan could not match the predicate),
-so the planner picks the index, and only when :func:`index_ready` says it is valid.
+typed column, so the index is an expression index on ``vector::halfvec(d)`` (half the size;
+decision 0045; ``vector::vector(d)`` where an earlier kbseek built one, or pgvector is older than
+0.7.0), partial on ``vector_dims(vector) = d``. The predicate keeps an insert of another dimension
+(a new model after ``clear_vectors``) from evaluating a cast that would fail; the old index then
+simply holds nothing and is dropped when the next one is built. A query names the same expression
+and predicate, with ``d`` written into the statement (never a parameter: a generic plan could not
+match the predicate), so the planner picks the index, and only the one :func:`usable_index` finds
+valid.
 
 Vectors are keyed by content hash and several chunks may share one: the index finds hashes, a join
 turns them into chunk rowids, and only hashes some chunk (an allowed one, with a filter) still uses
@@ -153,10 +155,6 @@ def usable_index(conn: Conn, dim: int) -> GraphIndex | None:
     kbseek built (searches go on from it while the writer builds the current kind)."""
     valid = [i for i in graph_indexes(conn) if i.dim == dim and i.valid]
     return max(valid, key=lambda i: i.half, default=None)
-
-
-def index_ready(conn: Conn, dim: int) -> bool:
-    return usable_index(conn, dim) is not None
 
 
 def installed_version(conn: Conn) -> PgvectorVersion:

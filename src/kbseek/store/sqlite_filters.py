@@ -3,7 +3,7 @@
 Every condition is on the documents table as ``d``, so each leg adds them to its own query: the
 lexical leg joins chunks to documents only when a filter is set, the dense leg reads the allowed
 chunk ids once (``filtered_rowids``). The PostgreSQL twin (``store/postgres_filters.py``) must give
-the same documents for the same filters; ``tests/core/test_filters_both_stores.py`` holds them to it.
+the same documents for the same filters; ``tests/unit/test_store_filters.py`` holds them to it.
 """
 
 from __future__ import annotations
