@@ -7,7 +7,7 @@ either store sees the same facts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from kbseek.store.base import EmbeddingRecord, IndexMeta
 
@@ -27,6 +27,12 @@ META_EMBEDDING = (META_EMBED_MODEL, META_EMBED_DIM, META_EMBED_SCHEME, META_EMBE
 NEXT_PREFIX = "next_"
 """The next generation's record is kept under the same keys with this prefix (``next_embed_model`` …)."""
 META_NEXT_EMBEDDING = tuple(NEXT_PREFIX + key for key in META_EMBEDDING)
+
+
+def updated_in_place(version: int, *, current: int, added: Collection[int]) -> bool:
+    """Whether an index of schema ``version`` is brought to ``current`` by creating tables alone:
+    every version after it is in ``added`` (0: tables of no known version, never)."""
+    return 0 < version < current and all(v in added for v in range(version + 1, current + 1))
 
 
 def index_meta(raw: dict[str, str]) -> IndexMeta:

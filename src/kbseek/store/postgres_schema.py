@@ -29,6 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
 from kbseek.errors import ConfigError, IndexIncompatible
+from kbseek.store import meta
 from kbseek.store.meta import META_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -488,8 +489,8 @@ def open_schema(conn: psycopg.Connection[TupleRow], schema: str, *, location: st
 
 
 def updated_in_place(version: int) -> bool:
-    """Whether every schema after ``version`` only added tables."""
-    return 0 < version < SCHEMA_VERSION and all(v in ADDED for v in range(version + 1, SCHEMA_VERSION + 1))
+    """Whether every schema after ``version`` only added tables (``meta.updated_in_place``)."""
+    return meta.updated_in_place(version, current=SCHEMA_VERSION, added=ADDED)
 
 
 def schema_version(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> int | None:

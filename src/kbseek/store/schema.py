@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbseek.errors import IndexIncompatible
+from kbseek.store import meta
 from kbseek.store.base import Counts, IndexMeta
 from kbseek.store.meta import META_SCHEMA_VERSION, index_meta
 
@@ -215,8 +216,8 @@ def open_schema(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def updated_in_place(version: int) -> bool:
-    """Whether every schema after ``version`` only added tables (0: tables of no known version)."""
-    return 0 < version < SCHEMA_VERSION and all(v in ADDED for v in range(version + 1, SCHEMA_VERSION + 1))
+    """Whether every schema after ``version`` only added tables (``meta.updated_in_place``)."""
+    return meta.updated_in_place(version, current=SCHEMA_VERSION, added=ADDED)
 
 
 def schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
