@@ -65,7 +65,7 @@ from kbseek.store.postgres_schema import (
     schema_version,
 )
 from kbseek.store.postgres_statistics import refresh_statistics
-from kbseek.store.postgres_writer import PostgresWriter
+from kbseek.store.postgres_writer import PostgresWriter, from_bytes
 
 __all__ = ["PostgresStore"]
 
@@ -481,7 +481,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             (after, None if limit is None else max(int(limit), 0)),
             bound=BULK,
         )
-        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), _text(r[2])) for r in rows]
+        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), from_bytes(r[2])) for r in rows]
 
     def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
         if not len(document_ids):
@@ -495,7 +495,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         out: dict[str, PendingChunk] = {}
         for h, heading_path, text in rows:
             if h not in out:
-                out[h] = PendingChunk(str(h), tuple(json.loads(heading_path)), _text(text))
+                out[h] = PendingChunk(str(h), tuple(json.loads(heading_path)), from_bytes(text))
         return list(out.values())
 
     def pending_vector_count(self) -> int:
@@ -563,17 +563,13 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
 # -- rows to records ---------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> str:
-    return bytes(value).decode("utf-8", "surrogatepass")
-
-
 def _ints(values: Sequence[int]) -> list[int]:
     return [int(v) for v in values]
 
 
 def _document_row(r: TupleRow) -> DocumentRow:
     return DocumentRow(
-        id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=_text(r[5]),
+        id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=from_bytes(r[5]),
         tags=tuple(json.loads(r[6])), date=r[7], frontmatter=json.loads(r[8]),
         warnings=tuple(json.loads(r[9])), indexed_at=float(r[10]),
         dated=DocumentDate(r[11], r[12]) if r[11] else None,
@@ -582,9 +578,9 @@ def _document_row(r: TupleRow) -> DocumentRow:
 
 def _chunk_row(r: TupleRow) -> ChunkRow:
     return ChunkRow(
-        rowid=int(r[0]), chunk_id=r[1], document_id=int(r[2]), path=r[3], title=_text(r[4]),
+        rowid=int(r[0]), chunk_id=r[1], document_id=int(r[2]), path=r[3], title=from_bytes(r[4]),
         ordinal=int(r[5]), start=int(r[6]), end=int(r[7]), line_start=int(r[8]), line_end=int(r[9]),
-        heading_path=tuple(json.loads(r[10])), text=_text(r[11]), content_hash=r[12],
+        heading_path=tuple(json.loads(r[10])), text=from_bytes(r[11]), content_hash=r[12],
         tags=tuple(json.loads(r[13])), parser=r[14], date=r[15],
     )  # fmt: skip
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbseek.store.base import PendingChunk
 from kbseek.store.postgres_deadline import BULK, Bound
+from kbseek.store.postgres_writer import from_bytes
 
 if TYPE_CHECKING:
     from psycopg.rows import TupleRow
@@ -38,7 +39,7 @@ class PostgresNextGeneration:
             (after, None if limit is None else max(int(limit), 0)),
             bound=BULK,
         )
-        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), _text(r[2])) for r in rows]
+        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), from_bytes(r[2])) for r in rows]
 
     def next_embedded_count(self) -> int:
         rows = self._rows(
@@ -50,8 +51,3 @@ class PostgresNextGeneration:
     def missing_next_vector_count(self) -> int:
         rows = self._rows(f"SELECT count(DISTINCT c.content_hash) FROM chunks c WHERE {_MISSING}", bound=BULK)
         return int(rows[0][0]) if rows else 0
-
-
-def _text(value: Any) -> str:
-    """A chunk's text as stored (bytea: a text column cannot hold NUL), as ``postgres`` reads it."""
-    return bytes(value).decode("utf-8", "surrogatepass")

@@ -54,6 +54,11 @@ def to_bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
+def from_bytes(value: Any) -> str:
+    """A bytea column's text as :func:`to_bytes` wrote it (a text column cannot hold NUL)."""
+    return bytes(value).decode("utf-8", "surrogatepass")
+
+
 class PostgresWriter:
     """Writes on the connection of one open transaction (see ``base.StoreWriter`` for the guarantees)."""
 
