@@ -40,7 +40,7 @@ from kbseek.documents import Chunk
 from kbseek.search.ann import ApproximateIndex, HnswParams
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
-from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
+from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.sqlite import SqliteStore
 
 CHUNKS_PER_DOCUMENT = 1_000

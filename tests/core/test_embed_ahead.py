@@ -20,7 +20,7 @@ from kbseek.embed.base import EmbedderSpec
 from kbseek.embed.chunk_vectors import ChunkText
 from kbseek.ingest.embed_ahead import EmbedAhead
 from kbseek.progress import ProgressSnapshot
-from kbseek.store.base import PendingChunk
+from kbseek.store.records import PendingChunk
 from tests.conftest import MANY as NOTES
 from tests.fakes import FakeEmbedder
 

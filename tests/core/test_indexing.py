@@ -145,7 +145,7 @@ def test_an_index_from_an_older_schema_is_rebuilt(kb_root: Path) -> None:
 def test_a_crash_mid_pass_keeps_finished_documents_and_no_half_written_one(
     kb_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbseek.store.base import ChunkInput
+    from kbseek.store.records import ChunkInput
     from kbseek.store.sqlite_writer import SqliteWriter
 
     c = make_core(kb_root)

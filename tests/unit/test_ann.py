@@ -26,7 +26,8 @@ from kbseek.errors import ConfigError
 from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.search.ann import ApproximateIndex, open_vector_index, quantize, suits, wants_approximate
 from kbseek.search.dense import DenseIndex, VectorIndex
-from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord, Store
+from kbseek.store.base import Store
+from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.sqlite import SqliteStore
 from tests.fakes import FakeEmbedder
 from tests.fixture_copies import EXAMPLE_KB, copy_fixture

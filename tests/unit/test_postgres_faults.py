@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kbseek.errors import StoreUnavailable
-from kbseek.store.base import Counts
+from kbseek.store.records import Counts
 from tests import postgres_server
 from tests.postgres_server import StoppableServer
 from tests.unit.test_store_contract import document, write

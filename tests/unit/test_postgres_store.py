@@ -23,7 +23,8 @@ from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexRead
 from kbseek.filters import SearchFilters
 from kbseek.store import fts_match
 from kbseek.store import sqlite as sqlite_store
-from kbseek.store.base import Counts, IndexMeta, Store
+from kbseek.store.base import Store
+from kbseek.store.records import Counts, IndexMeta
 from kbseek.store.sqlite import SqliteStore
 from tests import postgres_server
 from tests.unit.test_store_contract import chunk, document, rowids_of, write

@@ -19,8 +19,8 @@ from kbseek.config import Settings
 from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
 from kbseek.search.store_vectors import StoreVectorIndex, open_dense_index, suits
-from kbseek.store.base import ChunkInput, DocumentInput
 from kbseek.store.nearest import NearestVectors
+from kbseek.store.records import ChunkInput, DocumentInput
 from kbseek.store.sqlite import SqliteStore
 from tests import postgres_server
 from tests.fakes import FakeEmbedder

@@ -20,7 +20,7 @@ from kbseek.search import features, ranker
 from kbseek.search.features import FEATURES, QueryView
 from kbseek.search.fusion import Fused
 from kbseek.search.ranker import LearnedRanker, RankerFileError
-from kbseek.store.base import ChunkRow
+from kbseek.store.records import ChunkRow
 
 
 def chunk(

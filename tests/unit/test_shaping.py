@@ -36,7 +36,7 @@ from kbseek.search.fts_query import CompiledQuery
 from kbseek.search.fusion import Fused
 from kbseek.search.passages import JoinedText
 from kbseek.search.pipeline import PipelineResult, RankedHit
-from kbseek.store.base import ChunkRow
+from kbseek.store.records import ChunkRow
 from kbseek.text.plurals import counted
 from kbseek.text.snippets import Snippet
 

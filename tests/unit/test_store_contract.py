@@ -26,7 +26,8 @@ import kbseek.store
 from kbseek.documents import Chunk, Link, SectionStart
 from kbseek.errors import KbBug
 from kbseek.filters import SearchFilters
-from kbseek.store.base import (
+from kbseek.store.base import Store
+from kbseek.store.records import (
     ChunkInput,
     Counts,
     DocumentInput,
@@ -36,7 +37,6 @@ from kbseek.store.base import (
     PendingChunk,
     RetiredChunk,
     SkippedPath,
-    Store,
 )
 from kbseek.store.sqlite import SqliteStore
 from tests import postgres_server

@@ -17,7 +17,8 @@ import pytest
 from kbseek.dates import DocumentDate, mtime_day
 from kbseek.filters import FieldCondition, SearchFilters, parse_filters
 from kbseek.store import sqlite_filters
-from kbseek.store.base import DocumentInput, Store
+from kbseek.store.base import Store
+from kbseek.store.records import DocumentInput
 from tests.unit.test_store_contract import BACKENDS, document, write
 
 

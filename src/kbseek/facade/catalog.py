@@ -36,7 +36,8 @@ from kbseek.responses import (
     TopicsResponse,
 )
 from kbseek.search.passages import join_by_offsets
-from kbseek.store.base import DocumentRow, Store
+from kbseek.store.base import Store
+from kbseek.store.records import DocumentRow
 from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 from kbseek.uris import document_uri
 

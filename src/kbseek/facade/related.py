@@ -36,7 +36,8 @@ from kbseek.facade.catalog import document_path
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.semantic import SemanticLeg, SemanticState
 from kbseek.responses import RelatedHit, RelatedResponse
-from kbseek.store.base import ChunkRow, DocumentRow, Store
+from kbseek.store.base import Store
+from kbseek.store.records import ChunkRow, DocumentRow
 from kbseek.text.plurals import counted
 from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 

@@ -43,7 +43,8 @@ from kbseek.search import ranker
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
 from kbseek.search.store_vectors import open_dense_index, suits
-from kbseek.store.base import EmbeddingRecord, Store
+from kbseek.store.base import Store
+from kbseek.store.records import EmbeddingRecord
 from kbseek.text.plurals import counted
 
 log = logging.getLogger(__name__)

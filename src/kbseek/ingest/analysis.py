@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from kbseek.dates import DATE_FIELDS, document_date
 from kbseek.documents import Chunk, ParsedDocument
 from kbseek.ingest.parsers import has_markup
-from kbseek.store.base import ChunkInput, DocumentInput
+from kbseek.store.records import ChunkInput, DocumentInput
 from kbseek.text.analyzer import index_text
 from kbseek.text.display import display_text
 

@@ -20,7 +20,8 @@ from kbseek.errors import ConfigError
 from kbseek.ingest.analysis import chunk_input
 from kbseek.ingest.parsers import has_markup
 from kbseek.ingest.parsers.markdown import MarkdownParser
-from kbseek.store.base import DocumentInput, Store
+from kbseek.store.base import Store
+from kbseek.store.records import DocumentInput
 
 __all__ = ["CopyReport", "copy_index"]
 

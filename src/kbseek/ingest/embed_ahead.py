@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from kbseek.embed.chunk_vectors import ChunkText
-from kbseek.store.base import PendingChunk
+from kbseek.store.records import PendingChunk
 
 log = logging.getLogger(__name__)
 

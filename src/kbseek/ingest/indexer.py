@@ -51,7 +51,8 @@ from kbseek.ingest.parsers import PARSE_VERSION, Registry, raw_size_limit
 from kbseek.ingest.parsers.unreadable import reason_for
 from kbseek.ingest.plan import IndexPlan, plan_pass
 from kbseek.ingest.scan import FileStat, ScanResult, Scope, scan, scan_paths
-from kbseek.store.base import DocumentState, EmbeddingRecord, Store, StoreWriter, model_incompatibility
+from kbseek.store.base import Store, StoreWriter, model_incompatibility
+from kbseek.store.records import DocumentState, EmbeddingRecord
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.scan import FileStat, ScanResult, Scope
-from kbseek.store.base import DocumentState, Store
+from kbseek.store.base import Store
+from kbseek.store.records import DocumentState
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbseek.search.fusion import Fused
-from kbseek.store.base import ChunkRow
+from kbseek.store.records import ChunkRow
 from kbseek.text.analyzer import terms
 from kbseek.text.language import is_japanese
 

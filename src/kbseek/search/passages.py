@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbseek.store.base import ChunkRow
+from kbseek.store.records import ChunkRow
 
 GAP = "\n\n"
 """Chunks never include the blank lines between blocks; a gap is re-joined as one paragraph break."""

@@ -27,7 +27,8 @@ from kbseek.search.features import QueryView
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
 from kbseek.search.ranker import Ranking
-from kbseek.store.base import ChunkRow, Store
+from kbseek.store.base import Store
+from kbseek.store.records import ChunkRow
 from kbseek.text.language import is_japanese
 from kbseek.text.names import names
 from kbseek.text.snippets import Snippet, make_snippet

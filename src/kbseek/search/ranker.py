@@ -29,7 +29,7 @@ import numpy as np
 
 from kbseek.search import features
 from kbseek.search.fusion import Fused
-from kbseek.store.base import ChunkRow
+from kbseek.store.records import ChunkRow
 
 SHOWN_CONTRIBUTIONS = 3
 """How many features ``explain`` names per hit: the largest parts either way."""

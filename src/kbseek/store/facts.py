@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kbseek.dates import DocumentDate, document_date
 from kbseek.filters import field_rows
-from kbseek.store.base import DocumentInput
+from kbseek.store.records import DocumentInput
 
 
 def document_facts(document: DocumentInput) -> tuple[DocumentDate, list[tuple[str, str]]]:

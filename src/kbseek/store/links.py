@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from kbseek.documents import Link
-from kbseek.store.base import LinkRow
+from kbseek.store.records import LinkRow
 
 CANDIDATES = 64
 """The most documents weighed for one key (by rank, then path length)."""

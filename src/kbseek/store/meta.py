@@ -1,4 +1,4 @@
-"""The meta table both stores keep alike: its keys, how its rows read as ``base.IndexMeta``, and the
+"""The meta table both stores keep alike: its keys, how its rows read as ``records.IndexMeta``, and the
 rows a finished pass or a new generation of vectors writes.
 
 Each store keeps the rows in its own table; what they say is decided here once, so a reader of
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from kbseek.store.base import EmbeddingRecord, IndexMeta
+from kbseek.store.records import EmbeddingRecord, IndexMeta
 
-# The meta table's keys. Only the store reads or writes them; everyone else sees ``base.IndexMeta``.
+# The meta table's keys. Only the store reads or writes them; everyone else sees ``records.IndexMeta``.
 META_SCHEMA_VERSION = "schema_version"
 META_LAST_PASS_AT = "last_pass_at"
 META_PARSE_VERSION = "parse_version"

@@ -34,18 +34,6 @@ from kbseek.documents import SectionStart
 from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import postgres_lexical, postgres_vectors
-from kbseek.store.base import (
-    ChunkRow,
-    Counts,
-    DocumentRow,
-    DocumentState,
-    IndexMeta,
-    Matrix,
-    PendingChunk,
-    RetiredChunk,
-    RowIds,
-    SkippedPath,
-)
 from kbseek.store.conventions import unpack_text
 from kbseek.store.meta import META_PASSES, index_meta
 from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
@@ -66,6 +54,18 @@ from kbseek.store.postgres_schema import (
 )
 from kbseek.store.postgres_statistics import refresh_statistics
 from kbseek.store.postgres_writer import PostgresWriter, from_bytes
+from kbseek.store.records import (
+    ChunkRow,
+    Counts,
+    DocumentRow,
+    DocumentState,
+    IndexMeta,
+    Matrix,
+    PendingChunk,
+    RetiredChunk,
+    RowIds,
+    SkippedPath,
+)
 
 __all__ = ["PostgresStore"]
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbseek.store.base import PendingChunk
 from kbseek.store.postgres_deadline import BULK, Bound
 from kbseek.store.postgres_writer import from_bytes
+from kbseek.store.records import PendingChunk
 
 if TYPE_CHECKING:
     from psycopg.rows import TupleRow

@@ -27,7 +27,6 @@ from psycopg.rows import TupleRow
 
 from kbseek.dates import MTIME_SOURCE, mtime_day
 from kbseek.errors import KbBug
-from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.conventions import RETIRED_CHUNKS_KEPT, pack_text
 from kbseek.store.facts import document_facts
 from kbseek.store.links import document_names, link_keys
@@ -42,6 +41,7 @@ from kbseek.store.meta import (
     same_generation,
 )
 from kbseek.store.postgres_filters import fold_tag
+from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
 
 
 def lexical_terms(text: str) -> list[str]:
@@ -320,7 +320,7 @@ class PostgresWriter:
     def put_vectors(self, vectors: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
         """Kept as pgvector's float4, which holds a float32 exactly, sent in binary.
 
-        One index holds one dimension: vectors of two models are never mixed (``base.EmbeddingRecord``),
+        One index holds one dimension: vectors of two models are never mixed (``records.EmbeddingRecord``),
         and a matrix of the index's vectors could not be built otherwise, so a vector of another
         dimension is refused here rather than found by the next search.
         """

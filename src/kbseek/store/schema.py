@@ -20,8 +20,8 @@ from pathlib import Path
 
 from kbseek.errors import IndexIncompatible
 from kbseek.store import meta
-from kbseek.store.base import Counts, IndexMeta
 from kbseek.store.meta import META_SCHEMA_VERSION, index_meta
+from kbseek.store.records import Counts, IndexMeta
 
 log = logging.getLogger(__name__)
 

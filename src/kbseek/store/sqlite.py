@@ -27,7 +27,10 @@ from kbseek.documents import SectionStart
 from kbseek.errors import IndexLocked, KbBug
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
-from kbseek.store.base import (
+from kbseek.store.conventions import BM25_WEIGHTS, unpack_text
+from kbseek.store.fts_match import match_expression, rare_terms
+from kbseek.store.meta import index_meta
+from kbseek.store.records import (
     ChunkRow,
     Counts,
     DocumentRow,
@@ -39,9 +42,6 @@ from kbseek.store.base import (
     RowIds,
     SkippedPath,
 )
-from kbseek.store.conventions import BM25_WEIGHTS, unpack_text
-from kbseek.store.fts_match import match_expression, rare_terms
-from kbseek.store.meta import index_meta
 from kbseek.store.schema import create_private, is_busy, open_schema
 from kbseek.store.sqlite_filters import AllowedSet, SqliteFacts, register_functions
 from kbseek.store.sqlite_generation import SqliteNextGeneration

@@ -10,7 +10,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
-from kbseek.store.base import PendingChunk
+from kbseek.store.records import PendingChunk
 
 _MISSING = "FROM chunks c LEFT JOIN next_embeddings n ON n.content_hash = c.content_hash WHERE n.content_hash IS NULL"
 

@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from kbseek.dates import DocumentDate
-from kbseek.store.base import ChunkRow, DocumentRow
+from kbseek.store.records import ChunkRow, DocumentRow
 
 CHUNK_COLUMNS = (
     "c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c.end, "

@@ -18,7 +18,6 @@ import numpy.typing as npt
 
 from kbseek.dates import MTIME_SOURCE, mtime_day
 from kbseek.errors import KbBug
-from kbseek.store.base import ChunkInput, DocumentInput, EmbeddingRecord
 from kbseek.store.conventions import RETIRED_CHUNKS_KEPT, pack_text
 from kbseek.store.facts import document_facts
 from kbseek.store.links import document_names, link_keys
@@ -32,6 +31,7 @@ from kbseek.store.meta import (
     pass_meta,
     same_generation,
 )
+from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
 
 
 class SqliteWriter:
