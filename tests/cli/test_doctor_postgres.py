@@ -277,12 +277,14 @@ def test_a_held_advisory_lock_names_its_holder(kb_root: Path) -> None:
 
 
 def test_the_lock_a_writer_holds_for_its_whole_pass_is_reported(kb_root: Path) -> None:
-    from kbseek.store.postgres_lock import PassLock
+    from kbseek.store.postgres_lock import PostgresPassLock
 
     name = postgres_server.kb_name("passlock")
     schema = f"kbseek_{name}"
     holder_name = f"kbseek pid 4343 on {socket.gethostname()}"[:63]
-    lock = PassLock(postgres_server.url(), schema, application=holder_name, location="the test database")
+    lock = PostgresPassLock(
+        postgres_server.url(), schema, application=holder_name, location="the test database"
+    )
     with connect() as conn:
         with lock.hold():  # between two documents of a pass: no transaction open, the session lock held
             held = check_advisory_lock(conn, schema)

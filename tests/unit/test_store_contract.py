@@ -943,3 +943,16 @@ def test_link_names_hold_any_text_a_title_or_link_may(store: Store) -> None:
     write(store, document("y.md", "y", links=(_wiki("a lone \ud800 surrogate"), _path("odd.md\x00"))))
     assert store.links_from("x.md", limit=10) == [LinkRow("x.md", "odd.md", "wiki")]
     assert store.links_from("y.md", limit=10) == []
+
+
+def test_a_store_declares_whether_it_keeps_its_own_writer_lock(store: Store, tmp_path: Path) -> None:
+    """A declared member, not an attribute looked for: the lock file serves a store without one."""
+    from kbseek.store.lock import WriterLock
+    from kbseek.store.opening import writer_lock
+
+    lock = writer_lock(store, tmp_path)
+    if store.pass_lock is None:
+        assert isinstance(lock, WriterLock)
+    else:
+        assert lock is store.pass_lock
+    assert (store.pass_lock is None) == isinstance(store, SqliteStore)

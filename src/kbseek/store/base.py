@@ -29,6 +29,7 @@ import numpy.typing as npt
 from kbseek.documents import SectionStart
 from kbseek.errors import IndexIncompatible
 from kbseek.filters import NO_FILTERS, SearchFilters
+from kbseek.store.lock import PassLock
 from kbseek.store.records import (
     ChunkRow,
     Counts,
@@ -142,6 +143,10 @@ class Store(Protocol):
     Rowids, document ids and chunk ids are the store's own; the only promise about their values is the one
     written on :attr:`ChunkRow.rowid`.
     """
+
+    pass_lock: PassLock | None
+    """The store's own lock for a whole pass, when writers on several machines share the index
+    (PostgreSQL's); ``None``: the lock file beside the index (``store.lock.WriterLock``) serves."""
 
     @property
     def location(self) -> str:

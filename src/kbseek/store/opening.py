@@ -43,8 +43,7 @@ def kb_name_of(root: Path) -> str:
 def writer_lock(store: Store, index_dir: Path) -> PassLock:
     """What keeps a second writer of this index out for a whole pass: the database's own lock for an
     index in PostgreSQL (writers on two machines share nothing else), the lock file beside a SQLite one."""
-    lock: PassLock | None = getattr(store, "pass_lock", None)
-    return lock if lock is not None else WriterLock(index_dir)
+    return store.pass_lock if store.pass_lock is not None else WriterLock(index_dir)
 
 
 def open_store(url: str | None, *, sqlite_file: Path, kb_name: str, read_only: bool) -> Store:

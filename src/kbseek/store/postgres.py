@@ -35,13 +35,14 @@ from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import postgres_lexical, postgres_vectors
 from kbseek.store.conventions import unpack_text
+from kbseek.store.lock import PassLock
 from kbseek.store.meta import META_PASSES, index_meta
 from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
 from kbseek.store.postgres_filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
 from kbseek.store.postgres_generation import PostgresNextGeneration
 from kbseek.store.postgres_links import PostgresLinks
 from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
-from kbseek.store.postgres_lock import PassLock, lock_transaction
+from kbseek.store.postgres_lock import PostgresPassLock, lock_transaction
 from kbseek.store.postgres_pool import Conn, Connections, setup_connection
 from kbseek.store.postgres_schema import (
     LOCK_CLASS,
@@ -127,7 +128,9 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         self._revive_lock = threading.Lock()
         self._pool: Connections | None = None
         self._listener = PassListener(url, self.schema, self._application)
-        self.pass_lock = PassLock(url, self.schema, application=self._application, location=self._location)
+        self.pass_lock: PassLock | None = PostgresPassLock(
+            url, self.schema, application=self._application, location=self._location
+        )
         """One writer per knowledge base, held for a whole pass (``kbseek.store.postgres_lock``)."""
         self._max_connections = max_connections
         search_path = self._set_up(url, create)

@@ -8,7 +8,7 @@ a *session* lock on a connection of its own:
 
 - ``kbseek index`` holds it from its pass's first file to its last commit;
 - a serving writer (``kbseek serve`` with the files) holds it from its start until it stops
-  (:meth:`PassLock.keep`), so a ``kbseek index`` or a second ``serve`` run while it serves exits
+  (:meth:`PostgresPassLock.keep`), so a ``kbseek index`` or a second ``serve`` run while it serves exits
   at once, naming the holder's host, pid and folder, instead of slipping in between two passes.
 
 The knowledge base also records where it is written from (host and folder, in its ``meta`` table,
@@ -68,7 +68,7 @@ class WriterRecord:
         return f"{who}, writing from {self.root}"
 
 
-class PassLock:
+class PostgresPassLock:
     """``with lock.hold():`` around a pass; raises :class:`IndexLocked` naming the other writer.
 
     :meth:`writes_from` tells it this writer's folder, so the lock also checks (and records) where

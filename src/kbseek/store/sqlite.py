@@ -29,6 +29,7 @@ from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
 from kbseek.store.conventions import BM25_WEIGHTS, unpack_text
 from kbseek.store.fts_match import match_expression, rare_terms
+from kbseek.store.lock import PassLock
 from kbseek.store.meta import index_meta
 from kbseek.store.records import (
     ChunkRow,
@@ -91,6 +92,9 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
     that only reads (``kbseek status``) can say "nothing indexed yet" without leaving an index
     folder behind in the user's notes.
     """
+
+    pass_lock: PassLock | None = None
+    """No lock of its own: the lock file beside the index keeps a second writer out (``store.lock``)."""
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
