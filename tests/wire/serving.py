@@ -160,3 +160,29 @@ class StdioServer:
         self.send(b'{"jsonrpc":"2.0","id":"after","method":"tools/list"}')
         after = self.answer()
         assert after["id"] == "after" and {t["name"] for t in after["result"]["tools"]} >= {"search", "fetch"}
+
+
+@contextmanager
+def stdio_serving(command: list[str], client: str) -> Iterator[StdioServer]:
+    """Start ``command`` (a server on stdio), initialize a session as ``client``, yield it; at the end
+    close its stdin and expect a clean exit."""
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}},
+    }  # fmt: skip
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    ) as proc:  # fmt: skip
+        server = StdioServer(proc)
+        server.send(json.dumps(initialize).encode())
+        assert server.answer()["result"]["serverInfo"]["name"] == "kbseek"
+        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        yield server
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            assert proc.wait(timeout=20) == 0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise

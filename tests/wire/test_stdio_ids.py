@@ -9,22 +9,16 @@ line unreadable as a whole. After each the same process serves the next request.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from kbseek.server.stdio import HEAD_BYTES, MAX_LINE_BYTES
 from tests.conftest import NOTES, installed_script, write_notes
-from tests.wire.serving import StdioServer
+from tests.wire.serving import StdioServer, stdio_serving
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "ids", "version": "1"}},
-}  # fmt: skip
 
 
 def _call(rid: int | str, arguments: bytes) -> bytes:
@@ -60,23 +54,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
     root = tmp_path_factory.mktemp("ids") / "kb"
     root.mkdir()
     write_notes(root, NOTES)
-    with subprocess.Popen(
-        [installed_script(), "serve", "--kb", str(root), "--lexical-only", "--no-watch"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    ) as proc:  # fmt: skip
-        server = StdioServer(proc)
-        server.send(json.dumps(INITIALIZE).encode())
-        assert server.answer()["result"]["serverInfo"]["name"] == "kbseek"
-        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    command = [installed_script(), "serve", "--kb", str(root), "--lexical-only", "--no-watch"]
+    with stdio_serving(command, "ids") as server:
         yield server
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            assert proc.wait(timeout=20) == 0
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
 
 
 @pytest.mark.parametrize(("line", "rid", "code"), [r[1:] for r in READABLE], ids=[r[0] for r in READABLE])

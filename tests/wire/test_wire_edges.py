@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import NOTES, write_notes
-from tests.wire.serving import StdioServer, free_port, get, request, wait_healthy
+from tests.wire.serving import StdioServer, free_port, get, request, stdio_serving, wait_healthy
 
 DRIVER = """
 import json, sys
@@ -95,22 +95,8 @@ def _driver(mode: str, root: Path, **options: Any) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stdio(notes: Path) -> Iterator[StdioServer]:
-    with subprocess.Popen(
-        _driver("stdio", notes), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    ) as proc:  # fmt: skip
-        server = StdioServer(proc)
-        server.send(json.dumps(INITIALIZE).encode())
-        assert server.answer(timeout=30)["result"]["serverInfo"]["name"] == "kbseek"
-        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    with stdio_serving(_driver("stdio", notes), "edges") as server:
         yield server
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            assert proc.wait(timeout=20) == 0
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
 
 
 @pytest.mark.parametrize(("line", "code", "rid"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
