@@ -37,9 +37,10 @@ any real list of owners or tags, and a bound on what one file can add to the ind
 MAX_VALUE_CHARS = 200
 """Longer front-matter strings are prose, not a value anyone filters on; they are not stored."""
 MAX_CONDITIONS = 16
-MAX_TEXT_CHARS = 1024
-"""The longest tag or type a filter may name: far past any real one, and a bound on each comparison."""
 """Conditions one search may carry per kind (fields, globs, tags): each is a clause in every leg."""
+MAX_TEXT_CHARS = 1024
+"""The longest tag, type or ``where`` field name a filter may name: far past any real one, and a
+bound on each comparison."""
 
 SORTS = ("relevance", "newest")
 
