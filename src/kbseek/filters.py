@@ -27,9 +27,8 @@ from typing import Any
 from kbseek.dates import parse_bound
 from kbseek.errors import InvalidArgument
 from kbseek.globs import keep_glob
+from kbseek.text.folding import ascii_lower
 from kbseek.text.quoting import bounded, shown_value
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 MAX_FIELD_VALUES = 64
 """Values one front-matter field may store per document (a list longer than this is cut): enough for
@@ -48,7 +47,7 @@ SORTS = ("relevance", "newest")
 def fold(text: str) -> str:
     """Text as filters compare it: blanks collapsed, ASCII letters lower-cased (as SQLite's ``lower``
     does, so the stores agree), NUL (which PostgreSQL text cannot hold) replaced."""
-    return " ".join(text.split()).translate(_ASCII_LOWER).replace("\x00", "\ufffd")
+    return ascii_lower(" ".join(text.split())).replace("\x00", "\ufffd")
 
 
 def field_value(value: Any) -> str | None:

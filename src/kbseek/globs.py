@@ -28,14 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbseek.errors import InvalidArgument
+from kbseek.text.folding import ascii_lower
 from kbseek.text.quoting import bounded
 
 MAX_GLOB_CHARS = 512
 """The longest glob accepted: a path pattern, not a document; longer ones are refused."""
 MAX_GLOB_WILDCARDS = 32
 """Wildcards (``*``, ``**``, ``?``) one glob may hold, once runs of stars are collapsed."""
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 GLOB_FORMS = "e.g. runbooks/**/*.md or *.pdf"
 
@@ -50,7 +49,7 @@ def keep_glob(pattern: str) -> str:
     """
     if len(pattern) > MAX_GLOB_CHARS * 4:  # not worth cleaning: far past the cap whatever it holds
         raise InvalidArgument(_too_long(pattern))
-    cleaned = pattern.replace("\\", "/").lstrip("/").translate(_ASCII_LOWER)
+    cleaned = ascii_lower(pattern.replace("\\", "/").lstrip("/"))
     while cleaned.startswith("./"):
         cleaned = cleaned[2:].lstrip("/")
     if not cleaned or "\x00" in cleaned:

@@ -32,12 +32,12 @@ import hmac
 import json
 import logging
 import os
-import string
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbseek.errors import ConfigError
+from kbseek.text.folding import ascii_lower
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
     from mcp.server.mcpserver import MCPServer
@@ -158,21 +158,21 @@ class Guard:
         self.web = web
         self.ready = ready
         self.policy = policy
-        self._hosts = {fold_case(h) for h in policy.hosts()}
-        self._origins = {fold_case(o) for o in policy.origins()}
+        self._hosts = {ascii_lower(h) for h in policy.hosts()}
+        self._origins = {ascii_lower(o) for o in policy.origins()}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if fold_case(headers.get("host", "")) not in self._hosts:
+        if ascii_lower(headers.get("host", "")) not in self._hosts:
             await _respond(
                 send, 403, "request refused: the Host header is not allowed (DNS-rebinding protection)"
             )
             return
         origin = headers.get("origin")
-        if origin is not None and fold_case(origin) not in self._origins:
+        if origin is not None and ascii_lower(origin) not in self._origins:
             await _respond(
                 send, 403, "request refused: the Origin header is not allowed (DNS-rebinding protection)"
             )
@@ -215,15 +215,6 @@ class Guard:
             return True
         expected = f"Bearer {self.policy.token}"
         return hmac.compare_digest(headers.get("authorization", "").encode(), expected.encode())
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def fold_case(value: str) -> str:
-    """``value`` with ASCII letters in lower case, for comparing host names (case-insensitive);
-    digits, punctuation and any other character are left as they are."""
-    return value.translate(_ASCII_LOWER)
 
 
 def _from_loopback(scope: Scope) -> bool:

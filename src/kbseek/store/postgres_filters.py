@@ -12,6 +12,7 @@ from typing import Any
 
 from kbseek.filters import SearchFilters
 from kbseek.globs import glob_regex, path_forms
+from kbseek.text.folding import ascii_lower
 
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
@@ -21,7 +22,7 @@ _FOLDED_PATH = f"translate(d.path, '{ASCII_UPPER}', '{ASCII_LOWER}')"
 def fold_tag(tag: str) -> str:
     """A tag as the filter compares it: ASCII letters in either case match, as in the SQLite store
     (its ``lower()`` folds ASCII only). NUL, which text cannot hold, becomes U+FFFD on both sides."""
-    return tag.translate(str.maketrans(ASCII_UPPER, ASCII_LOWER)).replace("\x00", "\ufffd")
+    return ascii_lower(tag).replace("\x00", "\ufffd")
 
 
 def filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:

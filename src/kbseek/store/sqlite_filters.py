@@ -23,6 +23,7 @@ import numpy.typing as npt
 from kbseek.errors import InvalidArgument
 from kbseek.filters import SearchFilters
 from kbseek.globs import GlobMatcher, path_forms
+from kbseek.text.folding import ascii_lower
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
@@ -31,16 +32,13 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("kbseek_glob", 2, _glob_matches, deterministic=True)
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
 @functools.lru_cache(maxsize=256)
 def _matcher(glob: str) -> GlobMatcher:
     return GlobMatcher(glob)
 
 
 def _glob_matches(glob: str, path: str | None) -> bool:
-    return path is not None and _matcher(glob).matches(path.translate(_ASCII_LOWER))
+    return path is not None and _matcher(glob).matches(ascii_lower(path))
 
 
 def _marks(values: tuple[object, ...] | list[object]) -> str:
