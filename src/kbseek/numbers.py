@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+from kbseek.errors import InvalidArgument
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle
+
 MAX_DIGITS = 100
 """The most digits a number may have: a number past its range is moved to the nearest limit
 (with a note), so a longer one says nothing more; it would only be echoed back."""
@@ -44,3 +47,22 @@ def _meant(raw: str) -> int | None:
         return int(raw)
     except ValueError:
         return None
+
+
+def whole_number_argument(name: str, raw: str) -> int:
+    """``raw``, the argument ``name`` as text, read by :func:`read_whole_number`; else an
+    :class:`InvalidArgument` quoting it and saying how to write it (the web API's parameters and
+    MCP arguments sent as strings alike)."""
+    try:
+        return read_whole_number(raw)
+    except NotAWholeNumber as refused:
+        if refused.digits is not None:
+            raise InvalidArgument(
+                f"{name} has {refused.digits} digits, more than the {MAX_DIGITS} read: pass a number in "
+                "its range (one past it is moved to the nearest limit)"
+            ) from None
+        hint = f": write {name}={refused.meant}" if refused.meant is not None else ""
+        raise InvalidArgument(
+            f"{name} must be a whole number written in ASCII digits (0-9), not "
+            f"{bounded_middle(raw, ECHO_CHARS)!r}{hint}"
+        ) from None

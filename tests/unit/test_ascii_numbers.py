@@ -2,9 +2,10 @@
 and a digit of any other script is refused, never read as the number it stands for.
 
 Python's ``int`` and a regex's ``\\d`` accept the decimal digits of every script (Unicode category
-Nd: ``٥``, ``５``, ``५`` …). The readers here are the web API's (``whole_number``), the command line's
-(``ascii_whole``, the click types) and the filters' dates (``parse_bound``); front-matter dates
-(``day_of``) stay lenient on purpose, which is pinned here too.
+Nd: ``٥``, ``５``, ``५`` …). The readers here are the web API's and MCP's
+(``numbers.whole_number_argument``), the command line's (``ascii_whole``, the click types) and the
+filters' dates (``parse_bound``); front-matter dates (``day_of``) stay lenient on purpose, which is
+pinned here too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, ascii_whole
 from kbseek.dates import day_of, parse_bound
 from kbseek.errors import InvalidArgument
-from kbseek.server.web import whole_number
+from kbseek.numbers import whole_number_argument as whole_number
 
 TODAY = date(2026, 3, 31)
 BOUND = 10**100 - 1

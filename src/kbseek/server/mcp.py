@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from kbseek import Filters, KnowledgeBase, __version__, render
 from kbseek.errors import InvalidArgument
 from kbseek.facade import response_cap
-from kbseek.numbers import NotAWholeNumber, read_whole_number
+from kbseek.numbers import whole_number_argument
 from kbseek.responses import (
     DocumentResponse,
     FetchResponse,
@@ -299,13 +299,9 @@ def _refuse_numbers_in_other_digits(tool: Any, arguments: dict[str, Any]) -> Non
         if not isinstance(value, str) or not _is_integer(properties.get(name, {})):
             continue
         try:
-            read_whole_number(value)
-        except NotAWholeNumber as refused:
-            hint = f": write {name}={refused.meant}" if refused.meant is not None else ""
-            raise ToolError(
-                f"{name} must be a whole number written in ASCII digits (0-9), not "
-                f"{bounded_middle(value, 80)!r}{hint}"
-            ) from None
+            whole_number_argument(name, value)
+        except InvalidArgument as refused:
+            raise ToolError(str(refused)) from None
 
 
 def _is_integer(schema: dict[str, Any]) -> bool:

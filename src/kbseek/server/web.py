@@ -32,7 +32,7 @@ from kbseek import Filters, KnowledgeBase
 from kbseek.errors import InvalidArgument
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
-from kbseek.numbers import MAX_DIGITS, NotAWholeNumber, read_whole_number
+from kbseek.numbers import whole_number_argument
 from kbseek.server.errors import translate
 from kbseek.server.mcp import ERROR_CHARS
 from kbseek.server.slots import in_slot
@@ -59,30 +59,11 @@ def _asset(name: str) -> bytes:
     return resources.files("kbseek.server").joinpath("ui", name).read_bytes()
 
 
-def whole_number(name: str, raw: str) -> int:
-    """``raw`` read as a whole number in ASCII digits (``kbseek.numbers``), with an optional
-    leading ``-`` (the ranges move a negative number to their lower limit, as for any number out of
-    range); anything else is an :class:`InvalidArgument` quoting it and saying how to write it."""
-    try:
-        return read_whole_number(raw)
-    except NotAWholeNumber as refused:
-        if refused.digits is not None:
-            raise InvalidArgument(
-                f"{name} has {refused.digits} digits, more than the {MAX_DIGITS} read: pass a number in "
-                "its range (one past it is moved to the nearest limit)"
-            ) from None
-        hint = f": write {name}={refused.meant}" if refused.meant is not None else ""
-        raise InvalidArgument(
-            f"{name} must be a whole number written in ASCII digits (0-9), not "
-            f"{bounded_middle(raw, ECHO_CHARS)!r}{hint}"
-        ) from None
-
-
 def _int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    return whole_number(name, raw)
+    return whole_number_argument(name, raw)
 
 
 def query_text_error(query_string: bytes) -> str | None:
