@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.unit.test_globs import BACKTRACKING_FAMILIES  # noqa: E402
+from tests.wire.serving import wait_healthy  # noqa: E402
 
 WORK = ROOT / "benchmarks" / ".work" / "hostile_inputs"
 WORST = "*" * 24 + "k*/failover.md"
@@ -121,15 +122,7 @@ def main() -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ},
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if fetch(args.port, "/healthz")[0] == 200:
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not come up") from None
-                time.sleep(0.1)
+        wait_healthy(args.port, server, timeout=60)
         run(args.port, args.rounds)
     finally:
         server.terminate()
