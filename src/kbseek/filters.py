@@ -26,8 +26,8 @@ from typing import Any
 
 from kbseek.dates import parse_bound
 from kbseek.errors import InvalidArgument
+from kbseek.folding import ascii_lower
 from kbseek.globs import keep_glob
-from kbseek.text.folding import ascii_lower
 from kbseek.text.quoting import bounded, shown_value
 
 MAX_FIELD_VALUES = 64

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbseek.errors import InvalidArgument
-from kbseek.text.folding import ascii_lower
+from kbseek.folding import ascii_lower
 from kbseek.text.quoting import bounded
 
 MAX_GLOB_CHARS = 512

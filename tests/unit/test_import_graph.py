@@ -51,7 +51,7 @@ def _package(name: str) -> tuple[str, str]:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "kbseek.errors", "kbseek.documents", "kbseek.uris", "kbseek.progress", "kbseek.remote", "kbseek.filters",
-        "kbseek.dates", "kbseek.globs", "kbseek.numbers",
+        "kbseek.dates", "kbseek.globs", "kbseek.numbers", "kbseek.folding",
         *_package("kbseek.text"),
     )),
     ("domain", (

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbseek.errors import ConfigError
-from kbseek.text.folding import ascii_lower
+from kbseek.folding import ascii_lower
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
     from mcp.server.mcpserver import MCPServer

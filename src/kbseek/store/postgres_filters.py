@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from kbseek.filters import SearchFilters
+from kbseek.folding import ascii_lower
 from kbseek.globs import glob_regex, path_forms
-from kbseek.text.folding import ascii_lower
 
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"

@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from kbseek.errors import InvalidArgument
 from kbseek.filters import SearchFilters
+from kbseek.folding import ascii_lower
 from kbseek.globs import GlobMatcher, path_forms
-from kbseek.text.folding import ascii_lower
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
