@@ -41,7 +41,7 @@ from kbseek.search.ann import ApproximateIndex, HnswParams
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
 from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 
 CHUNKS_PER_DOCUMENT = 1_000
 RANK = 64

@@ -86,7 +86,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beir import WORK, Collection, load
 from kbseek.filters import parse_filters
 from kbseek.ingest.parsers import AVAILABLE_PARSERS
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from processes import kbseek_script, run_child
 from scale import PER_FOLDER, QUERIES, Server, ms, wait_ready
 

@@ -105,7 +105,7 @@ def server_facts(url: str, name: str) -> dict[str, Any]:
     """What the server says of itself and of the fresh schema, on a plain connection (no kbseek)."""
     import psycopg
 
-    from kbseek.store.postgres_lexical import BM25_B, BM25_K1, BM25_WEIGHTS, FULL_QUERY
+    from kbseek.store.postgres.lexical import BM25_B, BM25_K1, BM25_WEIGHTS, FULL_QUERY
     from kbseek.text.analyzer import terms
 
     schema = f"kbseek_{name}"

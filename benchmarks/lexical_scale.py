@@ -40,9 +40,9 @@ from kbseek.config import Limits, Settings
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
-from kbseek.store import sqlite as sqlite_store
 from kbseek.store.fts_match import match_expression, rare_terms
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
+from kbseek.store.sqlite.store import store as sqlite_store
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 SCALE = WORK / "lexical-scale"

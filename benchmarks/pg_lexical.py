@@ -49,11 +49,12 @@ from kbseek.filters import NO_FILTERS
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
-from kbseek.store import fts_match, postgres_lexical
-from kbseek.store import sqlite as sqlite_store
+from kbseek.store import fts_match
 from kbseek.store.base import Store
-from kbseek.store.postgres import PostgresStore
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.postgres.store import PostgresStore
+from kbseek.store.postgres.store import lexical as postgres_lexical
+from kbseek.store.sqlite.store import SqliteStore
+from kbseek.store.sqlite.store import store as sqlite_store
 from lexical_scale import SPLITS, build
 from store_parity import embedded_server
 

@@ -2,7 +2,7 @@
 
 A search's narrowing travels as one value: built and validated once where the request arrives
 (:func:`parse_filters`, called by ``facade/shaping.py``), read by both legs of the pipeline, and
-translated by each store to its own SQL (``store/sqlite.py``, ``store/postgres.py``). A filter added
+translated by each store to its own SQL (``store/sqlite/store.py``, ``store/postgres/store.py``). A filter added
 later is a field here, its parsing here, and one clause per store.
 
 Both stores must return the same documents for the same filters, so everything that could differ

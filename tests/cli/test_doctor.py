@@ -19,7 +19,7 @@ from kbseek.cli.doctor.sqlite_index import check_index, check_writer_lock
 from kbseek.cli.doctor.system import check_disk, check_python, check_watcher, count_folders
 from kbseek.config import Settings
 from kbseek.store.lock import WriterLock
-from kbseek.store.schema import SCHEMA_VERSION
+from kbseek.store.sqlite.schema import SCHEMA_VERSION
 from tests.fakes import FakeEmbedder
 from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 

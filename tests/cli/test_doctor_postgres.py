@@ -27,7 +27,7 @@ from kbseek.cli.doctor.postgres_store import (  # noqa: E402
     check_schema,
 )
 from kbseek.store.meta import META_SCHEMA_VERSION  # noqa: E402
-from kbseek.store.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, display_url, lock_key  # noqa: E402
+from kbseek.store.postgres.schema import LOCK_CLASS, SCHEMA_VERSION, display_url, lock_key  # noqa: E402
 
 POSTGRES_CHECKS = [
     "python", "config", "model", "reranker", "database", "pgvector", "index", "permissions", "writer lock",
@@ -277,7 +277,7 @@ def test_a_held_advisory_lock_names_its_holder(kb_root: Path) -> None:
 
 
 def test_the_lock_a_writer_holds_for_its_whole_pass_is_reported(kb_root: Path) -> None:
-    from kbseek.store.postgres_lock import PostgresPassLock
+    from kbseek.store.postgres.lock import PostgresPassLock
 
     name = postgres_server.kb_name("passlock")
     schema = f"kbseek_{name}"

@@ -21,8 +21,8 @@ from tests.fakes import FakeEmbedder
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 
 from kbseek.cli.doctor.postgres_store import FOLDER  # noqa: E402
-from kbseek.store import postgres_schema  # noqa: E402
-from kbseek.store.postgres_schema import PgvectorVersion  # noqa: E402
+from kbseek.store.postgres import schema as postgres_schema  # noqa: E402
+from kbseek.store.postgres.schema import PgvectorVersion  # noqa: E402
 
 SECRET = "s3cret-pw-41q"
 COMMAND = re.compile(r"`(kbseek [^`]+)`")

@@ -10,7 +10,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.embed.base import EmbedderSpec
 from kbseek.progress import ProgressSnapshot
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests.conftest import MANY as NOTES
 from tests.fakes import FakeEmbedder
 

@@ -14,7 +14,7 @@ from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.documents import SectionStart
 from kbseek.search.pipeline import heading_at
-from kbseek.store.schema import SCHEMA_VERSION
+from kbseek.store.sqlite.schema import SCHEMA_VERSION
 from kbseek.text.snippets import Snippet
 
 API_PAGE = """\

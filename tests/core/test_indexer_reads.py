@@ -16,7 +16,7 @@ from kbseek.config import Settings
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer, IndexReport
 from kbseek.ingest.parsers import Registry
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 
 CAP = 4000
 

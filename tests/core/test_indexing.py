@@ -146,7 +146,7 @@ def test_a_crash_mid_pass_keeps_finished_documents_and_no_half_written_one(
     kb_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kbseek.store.records import ChunkInput
-    from kbseek.store.sqlite_writer import SqliteWriter
+    from kbseek.store.sqlite.writer import SqliteWriter
 
     c = make_core(kb_root)
     original = SqliteWriter._insert_chunks

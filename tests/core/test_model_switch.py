@@ -23,7 +23,7 @@ from kbseek.embed import EmbedderSpec
 from kbseek.facade.semantic import spec_from_json, spec_json
 from kbseek.ingest.indexer import IndexReport
 from kbseek.store.base import Store
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests import postgres_server
 from tests.fakes import FakeEmbedder, TwoModels, two_fake_models
 

@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 from pgvector.psycopg import register_vector  # noqa: E402
 
-from kbseek.store import postgres_schema, postgres_vectors  # noqa: E402
-from kbseek.store.postgres import PostgresStore  # noqa: E402
-from kbseek.store.postgres_schema import PgvectorVersion, pgvector_upgrade  # noqa: E402
+from kbseek.store.postgres import schema as postgres_schema  # noqa: E402
+from kbseek.store.postgres import vectors as postgres_vectors  # noqa: E402
+from kbseek.store.postgres.schema import PgvectorVersion, pgvector_upgrade  # noqa: E402
+from kbseek.store.postgres.store import PostgresStore  # noqa: E402
 from tests.unit.test_postgres_vectors import DIM, _exact, _fill, _queries  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 A team measured a search with PostgreSQL frozen (SIGSTOP) that had no answer within 60 s, and one
 behind a table lock held elsewhere for 15 s that waited 14.1 s. A frozen server's kernel still
 acknowledges every packet, so only a bound kept by the client ends that wait
-(``store.postgres_deadline``); a lock is the server's to time out.
+(``store.postgres.deadline``); a lock is the server's to time out.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tests import postgres_server
 from tests.fakes import FakeEmbedder
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from kbseek.store import postgres_vectors  # noqa: E402
+from kbseek.store.postgres import vectors as postgres_vectors  # noqa: E402
 
 QUERIES = ("rollback load balancer", "猫の写真", "kitten pictures channel", "on-call handover")
 

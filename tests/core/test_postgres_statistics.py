@@ -18,9 +18,9 @@ import pytest
 
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.store.postgres import PostgresStore
-from kbseek.store.postgres_lexical import BM25_B, BM25_K1, BM25_WEIGHTS, FULL_QUERY
-from kbseek.store.postgres_schema import TABLES
+from kbseek.store.postgres.lexical import BM25_B, BM25_K1, BM25_WEIGHTS, FULL_QUERY
+from kbseek.store.postgres.schema import TABLES
+from kbseek.store.postgres.store import PostgresStore
 from kbseek.text.analyzer import terms
 from tests import postgres_server
 

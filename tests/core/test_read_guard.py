@@ -27,7 +27,7 @@ from kbseek.ingest.guard import load_document, read_regular_file
 from kbseek.ingest.indexer import Indexer
 from kbseek.ingest.parsers import Registry
 from kbseek.ingest.scan import ScanResult
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests.conftest import make_core
 from tests.core.test_indexer_reads import indexed, reason
 

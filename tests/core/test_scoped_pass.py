@@ -19,7 +19,7 @@ import pytest
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from kbseek.ingest.scan import Scope
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests.conftest import make_core
 
 WORDS = [

@@ -2,7 +2,7 @@
 
 A team may point readers at a streaming replica to spread the read load. PostgreSQL delivers no
 ``NOTIFY`` to a standby and refuses ``LISTEN`` during recovery, so a reader there learns of the
-writer's passes only from the pass counter it reads every second (``store.postgres_listen``). The
+writer's passes only from the pass counter it reads every second (``store.postgres.listen``). The
 replica here is made the way an administrator makes one, with ``pg_basebackup -R`` from the
 running test server, then started as a second server on a socket of its own.
 """

@@ -105,7 +105,7 @@ def test_two_index_processes_racing_leave_a_sound_complete_index(tmp_path: Path)
 
 
 def _open_store(path: str, barrier: Any, results: Any) -> None:
-    from kbseek.store.sqlite import SqliteStore
+    from kbseek.store.sqlite.store import SqliteStore
 
     barrier.wait()
     try:

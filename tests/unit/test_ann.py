@@ -28,7 +28,7 @@ from kbseek.search.ann import ApproximateIndex, open_vector_index, quantize, sui
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.store.base import Store
 from kbseek.store.records import ChunkInput, DocumentInput, EmbeddingRecord
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests.fakes import FakeEmbedder
 from tests.fixture_copies import EXAMPLE_KB, copy_fixture
 

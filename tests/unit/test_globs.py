@@ -200,7 +200,7 @@ def test_question_mark_is_one_character_with_its_marks_never_a_mark_alone() -> N
 
 def test_the_like_prefilter_keeps_every_decomposed_path_the_glob_matches() -> None:
     """``?`` in the ``LIKE`` pre-check is ``_%``: a decomposed character is more than one ``_``."""
-    from kbseek.store.sqlite_filters import glob_like
+    from kbseek.store.sqlite.filters import glob_like
 
     assert glob_like(keep_glob("???/*/")) == "_%_%_%/%/%"
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from kbseek.errors import InvalidArgument
 from kbseek.filters import parse_filters
-from kbseek.store import sqlite_filters
 from kbseek.store.base import Store
+from kbseek.store.sqlite import filters as sqlite_filters
 from tests.core.test_filter_fuzz import glob_matches
 from tests.unit.test_globs import BACKTRACKING_FAMILIES, finishes
 from tests.unit.test_store_contract import BACKENDS, write

@@ -71,14 +71,14 @@ PUBLIC_PACKAGES = ("kbseek.embed",)
 
 SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
     "kbseek.cli.doctor.sqlite_index": {
-        "kbseek.store.schema": "doctor compares the on-disk schema version without opening a knowledge base",
+        "kbseek.store.sqlite.schema": "doctor compares the on-disk schema version without opening a knowledge base",
         "kbseek.store.lock": "doctor names the writer lock's holder without taking the lock",
     },
     "kbseek.cli.doctor.postgres_store": {
-        "kbseek.store.postgres_schema": "doctor reads the schema's version, name and lock key without opening "
+        "kbseek.store.postgres.schema": "doctor reads the schema's version, name and lock key without opening "
         "a store, whose setup would create the schema and the extension",
         "kbseek.store.meta": "doctor reads the meta rows of a PostgreSQL index as the store would",
-        "kbseek.store.postgres_lock": "doctor names the holder of the lock a writer holds for a whole pass",
+        "kbseek.store.postgres.lock": "doctor names the holder of the lock a writer holds for a whole pass",
     },
     "kbseek.cli.doctor.runner": {
         "kbseek.store.opening": "doctor names the knowledge base's schema as the store would, from the folder",

@@ -19,7 +19,7 @@ from kbseek.config import Settings
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.indexer import Indexer
 from kbseek.ingest.parsers import Registry
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 
 RENAMED = "# Renamed\n\nA note that moves to another name.\n"
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from kbseek.documents import Chunk
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
-from kbseek.store import sqlite as sqlite_store
 from kbseek.store.fts_match import rare_terms
 from kbseek.store.records import ChunkInput, DocumentInput
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite import store as sqlite_store
+from kbseek.store.sqlite.store import SqliteStore
 from kbseek.text.analyzer import index_text, terms
 
 COMMON = "the of is a cell"

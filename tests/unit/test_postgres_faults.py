@@ -27,8 +27,8 @@ from tests.postgres_server import StoppableServer
 from tests.unit.test_store_contract import document, write
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from kbseek.store.postgres import PostgresStore  # noqa: E402
-from kbseek.store.postgres_pool import RECONNECT_SECONDS  # noqa: E402
+from kbseek.store.postgres.pool import RECONNECT_SECONDS  # noqa: E402
+from kbseek.store.postgres.store import PostgresStore  # noqa: E402
 
 DOES_NOT_HANG = 8.0
 """A bound, not a benchmark: a read must fail within 5 s, and this leaves room for a busy machine."""
@@ -111,7 +111,7 @@ def test_a_read_on_a_stopped_server_fails_fast_and_the_same_store_reads_once_it_
 _READER = textwrap.dedent(
     """
     import sys, threading
-    from kbseek.store.postgres import PostgresStore
+    from kbseek.store.postgres.store import PostgresStore
 
     url, name, role, stop_file = sys.argv[1:]
     store = PostgresStore(url, name, create=False)

@@ -16,23 +16,22 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly, KbBug
+from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly
 from kbseek.filters import SearchFilters
 from kbseek.store import fts_match
-from kbseek.store import sqlite as sqlite_store
 from kbseek.store.base import Store
 from kbseek.store.records import Counts, IndexMeta
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite import store as sqlite_store
+from kbseek.store.sqlite.store import SqliteStore
 from tests import postgres_server
 from tests.unit.test_store_contract import chunk, document, rowids_of, write
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from kbseek.store import postgres_lexical  # noqa: E402
-from kbseek.store.postgres import PostgresStore  # noqa: E402
-from kbseek.store.postgres_schema import SCHEMA_PREFIX, SCHEMA_VERSION, display_url  # noqa: E402
+from kbseek.store.postgres import lexical as postgres_lexical  # noqa: E402
+from kbseek.store.postgres.schema import SCHEMA_PREFIX, SCHEMA_VERSION, display_url  # noqa: E402
+from kbseek.store.postgres.store import PostgresStore  # noqa: E402
 
 
 @pytest.fixture
@@ -504,16 +503,3 @@ def test_a_nul_character_in_served_text_reads_back_as_written(store: PostgresSto
     row = store.chunk(c.chunk.chunk_id)
     assert row is not None and row.text == "before\x00after" and row.title == "T\x00itle"
     assert store.document_frequencies(["before", "after", "before\x00after"]) == {"before": 1, "after": 1}
-
-
-def test_vectors_of_another_dimension_are_never_mixed_in(store: PostgresStore) -> None:
-    write(store, document("a.md", "alpha"), document("b.md", "beta"))
-    first, second = store.chunks_without_vectors()
-    with store.transaction() as tx:
-        tx.put_vectors({first.content_hash: np.ones(3) / math.sqrt(3)})
-    with pytest.raises(KbBug, match="never mixed"), store.transaction() as tx:
-        tx.put_vectors({second.content_hash: np.ones(4) / 2})
-    with store.transaction() as tx:  # after clearing, another model's vectors are welcome
-        tx.clear_vectors()
-        tx.put_vectors({second.content_hash: np.ones(4) / 2})
-    assert store.chunk_vectors(4)[1].shape == (1, 4)

@@ -1,4 +1,4 @@
-"""Nearest vectors found inside PostgreSQL (``store/postgres_vectors.py``, docs/decisions/0032), on a
+"""Nearest vectors found inside PostgreSQL (``store/postgres/vectors.py``, docs/decisions/0032), on a
 real server (``tests/postgres_server.py``).
 
 Exact search is the reference throughout: the in-process ``DenseIndex`` over the same vectors read
@@ -19,17 +19,16 @@ from kbseek.config import Settings
 from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
 from kbseek.search.store_vectors import StoreVectorIndex, open_dense_index, suits
-from kbseek.store.nearest import NearestVectors
 from kbseek.store.records import ChunkInput, DocumentInput
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests import postgres_server
 from tests.fakes import FakeEmbedder
 from tests.unit.test_store_contract import chunk, document, write
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
-from kbseek.store import postgres_vectors  # noqa: E402
-from kbseek.store.postgres import PostgresStore  # noqa: E402
-from kbseek.store.postgres_schema import SCHEMA_PREFIX  # noqa: E402
+from kbseek.store.postgres import vectors as postgres_vectors  # noqa: E402
+from kbseek.store.postgres.schema import SCHEMA_PREFIX  # noqa: E402
+from kbseek.store.postgres.store import PostgresStore  # noqa: E402
 
 DIM = 24
 
@@ -83,10 +82,10 @@ def _indexes(store: PostgresStore) -> dict[int, bool]:
 def test_the_postgres_store_offers_nearest_vectors_and_the_sqlite_store_does_not(
     store: PostgresStore, tmp_path: Path
 ) -> None:
-    assert isinstance(store, NearestVectors)
+    assert store.nearest is store
     sqlite = SqliteStore(tmp_path / "index.sqlite")
     try:
-        assert not isinstance(sqlite, NearestVectors)
+        assert sqlite.nearest is None
     finally:
         sqlite.close()
 

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from kbseek.errors import ConfigError
-from kbseek.store import postgres_pool
-from kbseek.store.postgres_pool import connect_hint, setup_connection
+from kbseek.store.postgres import pool as postgres_pool
+from kbseek.store.postgres.pool import connect_hint, setup_connection
 
 pytest.importorskip("psycopg", reason="the postgres dependencies are not installed")
 

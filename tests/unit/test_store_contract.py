@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +39,7 @@ from kbseek.store.records import (
     RetiredChunk,
     SkippedPath,
 )
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 from tests import postgres_server
 
 Opener = Callable[[], Store]
@@ -51,7 +52,7 @@ def _postgres(tmp: Path) -> Opener:
     The server is asked for first: without the postgres dependencies it skips the test, before the
     store's module would fail to import them."""
     url, name = postgres_server.url(), postgres_server.kb_name()
-    from kbseek.store.postgres import PostgresStore
+    from kbseek.store.postgres.store import PostgresStore
 
     return lambda: PostgresStore(url, name)
 
@@ -581,7 +582,7 @@ def test_counts_follow_every_commit_of_this_store_and_of_another_connection(tmp_
 def test_document_frequencies_are_at_most_a_minute_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kbseek.store.sqlite as sqlite_store
+    import kbseek.store.sqlite.store as sqlite_store
 
     clock = [1000.0]
     monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
@@ -665,6 +666,19 @@ def test_a_store_without_vectors_yields_no_page(store: Store) -> None:
     assert list(store.vector_pages(4)) == []
     write(store, document("a.md", "alpha"))
     assert list(store.vector_pages(4, page=1)) == []
+
+
+def test_vectors_of_another_dimension_are_never_mixed_in(store: Store) -> None:
+    write(store, document("a.md", "alpha"), document("b.md", "beta"))
+    first, second = store.chunks_without_vectors()
+    with store.transaction() as tx:
+        tx.put_vectors({first.content_hash: np.ones(3) / math.sqrt(3)})
+    with pytest.raises(KbBug, match="never mixed"), store.transaction() as tx:
+        tx.put_vectors({second.content_hash: np.ones(4) / 2})
+    with store.transaction() as tx:  # after clearing, another model's vectors are welcome
+        tx.clear_vectors()
+        tx.put_vectors({second.content_hash: np.ones(4) / 2})
+    assert store.chunk_vectors(4)[1].shape == (1, 4)
 
 
 def test_a_vector_put_again_replaces_the_old_one(store: Store) -> None:

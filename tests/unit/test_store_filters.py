@@ -16,9 +16,9 @@ import pytest
 
 from kbseek.dates import DocumentDate, mtime_day
 from kbseek.filters import FieldCondition, SearchFilters, parse_filters
-from kbseek.store import sqlite_filters
 from kbseek.store.base import Store
 from kbseek.store.records import DocumentInput
+from kbseek.store.sqlite import filters as sqlite_filters
 from tests.unit.test_store_contract import BACKENDS, document, write
 
 

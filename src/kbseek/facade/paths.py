@@ -40,7 +40,6 @@ from kbseek.search.ann import wants_approximate
 from kbseek.search.store_vectors import offers_nearest
 from kbseek.store.base import Store
 from kbseek.store.lock import LOCK_FILENAME
-from kbseek.store.nearest import NearestVectors
 from kbseek.store.opening import is_database_url, kb_name_of, open_store
 
 log = logging.getLogger(__name__)
@@ -241,10 +240,10 @@ def copy_index_to(source: Store, to: str, *, kb_name: str | None, settings: Sett
         # answers the dense leg itself gets its index now, as the writer would build it (decision 0045).
         parts = [p.dim for p in settings.embed.parts]  # a pair model's readers search in process
         if (
-            recorded is not None and recorded.dim and isinstance(target, NearestVectors)
+            recorded is not None and recorded.dim and target.nearest is not None
             and offers_nearest(target, parts) and wants_approximate(report.vectors, settings.approximate_above)
         ):  # fmt: skip
-            report = replace(report, vector_index=target.build_vector_index(recorded.dim))
+            report = replace(report, vector_index=target.nearest.build_vector_index(recorded.dim))
         return report
     finally:
         target.close()

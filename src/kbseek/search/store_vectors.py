@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def offers_nearest(store: Store, parts: Sequence[int] = ()) -> bool:
     """Whether the store can answer the dense leg itself for vectors of these parts."""
-    return len(parts) <= 1 and isinstance(store, NearestVectors)
+    return len(parts) <= 1 and store.nearest is not None
 
 
 def open_dense_index(
@@ -77,10 +77,10 @@ class StoreVectorIndex:
     """
 
     def __init__(self, store: Store, dim: int, *, builds: bool = False) -> None:
-        if not isinstance(store, NearestVectors):
+        if store.nearest is None:
             raise TypeError(f"the store at {store.location} does not find nearest vectors itself")
         self._store = store
-        self._nearest: NearestVectors = store
+        self._nearest: NearestVectors = store.nearest
         self._dim = dim
         self._builds = builds
         self._count = 0

@@ -30,6 +30,7 @@ from kbseek.documents import SectionStart
 from kbseek.errors import IndexIncompatible
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store.lock import PassLock
+from kbseek.store.nearest import NearestVectors
 from kbseek.store.records import (
     ChunkRow,
     Counts,
@@ -132,17 +133,9 @@ class StoreWriter(Protocol):
         ...
 
 
-class Store(Protocol):
-    """The index as search and ingest see it.
-
-    Thread safety: any thread may call any method at any time. A read never sees half a transaction
-    (another thread's uncommitted writes are invisible) and does not wait for a writer. Transactions
-    are serialised: one at a time per process, and :class:`~kbseek.errors.IndexLocked` when another
-    process is writing the same index.
-
-    Rowids, document ids and chunk ids are the store's own; the only promise about their values is the one
-    written on :attr:`ChunkRow.rowid`.
-    """
+class Lifecycle(Protocol):
+    """The index as one thing: where it is, whether it exists, its facts and counts, how writes begin
+    and how another process's passes are followed. What a runner, a status page and a follower hold."""
 
     pass_lock: PassLock | None
     """The store's own lock for a whole pass, when writers on several machines share the index
@@ -164,8 +157,6 @@ class Store(Protocol):
         Raises :class:`~kbseek.errors.IndexLocked` when another process is writing the same index.
         """
         ...
-
-    # -- meta --------------------------------------------------------------------------------------
 
     def holds_index(self) -> bool:
         """Whether the index exists: a store opened to read only may name one nobody built yet (it
@@ -189,11 +180,13 @@ class Store(Protocol):
         """How :meth:`wait_for_pass` learns of another process's passes, in words for a reader's status."""
         ...
 
-    # -- documents ---------------------------------------------------------------------------------
-
     def counts(self) -> Counts:
         """How many documents and chunks are indexed."""
         ...
+
+
+class DocumentReads(Protocol):
+    """Documents by path, their text, what was skipped, and the links between them."""
 
     def document_states(
         self, paths: Collection[str] | None = None, folders: Collection[str] = ()
@@ -241,7 +234,9 @@ class Store(Protocol):
         most one per source, sorted by source, from at most ``limit`` links naming it."""
         ...
 
-    # -- chunks ------------------------------------------------------------------------------------
+
+class ChunkReads(Protocol):
+    """Chunks by id, by rowid and by neighbourhood, and the chunk ids a document's edits retired."""
 
     def chunk(self, chunk_id: str) -> ChunkRow | None:
         """The chunk with this id, or ``None`` when no current chunk has it (see :meth:`retired`)."""
@@ -264,7 +259,9 @@ class Store(Protocol):
         """Where a chunk id that no longer exists used to be; ``None`` for a current or never-seen id."""
         ...
 
-    # -- lexical candidates ------------------------------------------------------------------------
+
+class KeywordIndex(Protocol):
+    """The keyword leg's reads: BM25 candidates and the term statistics the ranking weighs them by."""
 
     def lexical_candidates(
         self,
@@ -306,6 +303,11 @@ class Store(Protocol):
         """
         ...
 
+
+class Facts(Protocol):
+    """What the filters, listings and facets read: each document's folder, tags, type, dates and
+    front-matter fields."""
+
     def filtered_rowids(self, filters: SearchFilters) -> frozenset[int] | None:
         """Rowids of the chunks passing ``filters``, or ``None`` when they narrow nothing.
 
@@ -337,7 +339,16 @@ class Store(Protocol):
         """How many documents took their date from each source (``frontmatter:date``, ``mtime`` …)."""
         ...
 
-    # -- vectors -----------------------------------------------------------------------------------
+
+class VectorReads(Protocol):
+    """The chunk vectors of the current generation: what is still to embed, and the vectors a dense
+    leg loads or pages through."""
+
+    @property
+    def nearest(self) -> NearestVectors | None:
+        """The store itself finding a query's nearest vectors (PostgreSQL with pgvector), so the dense
+        leg holds no vectors; ``None`` where the dense leg searches vectors it loaded (SQLite)."""
+        ...
 
     def embedded_count(self) -> int:
         """How many chunks have a vector: what semantic search would cover with the model loaded."""
@@ -382,6 +393,15 @@ class Store(Protocol):
         """Rowids of every chunk that has a vector, ascending."""
         ...
 
+    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
+        """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
+        ...
+
+
+class NextGenerationReads(Protocol):
+    """How far a model switch is: the next generation of vectors, filled beside the current one
+    (docs/decisions/0040)."""
+
     def chunks_without_next_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
         """Like :meth:`chunks_without_vectors`, for the next generation: what a model switch still has
         to embed (every chunk when no next generation was started)."""
@@ -396,12 +416,24 @@ class Store(Protocol):
         still to embed; 0 means it may be promoted."""
         ...
 
-    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
-        """Like :meth:`chunk_vectors`, for those of ``rowids`` that exist and have a vector (ascending)."""
-        ...
+
+class Store(
+    Lifecycle, DocumentReads, ChunkReads, KeywordIndex, Facts, VectorReads, NextGenerationReads, Protocol
+):
+    """The index as search and ingest see it: every slice above. A function that needs one slice takes
+    that slice, so what it may ask of the index is in its signature.
+
+    Thread safety: any thread may call any method at any time. A read never sees half a transaction
+    (another thread's uncommitted writes are invisible) and does not wait for a writer. Transactions
+    are serialised: one at a time per process, and :class:`~kbseek.errors.IndexLocked` when another
+    process is writing the same index.
+
+    Rowids, document ids and chunk ids are the store's own; the only promise about their values is the one
+    written on :attr:`ChunkRow.rowid`.
+    """
 
 
-def model_incompatibility(store: Store, model_id: str) -> IndexIncompatible | None:
+def model_incompatibility(store: Lifecycle, model_id: str) -> IndexIncompatible | None:
     """The refusal to mix vectors of two models in one index, or ``None`` when they are the same model.
 
     A pass checks it before it adds vectors of ``model_id`` to the current generation: a model switch

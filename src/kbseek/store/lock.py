@@ -58,7 +58,7 @@ else:
 
 class PassLock(Protocol):
     """What a pass holds to be the only writer of an index: this file lock, or a store's own
-    (``store.postgres_lock`` for an index that servers on several machines write)."""
+    (``store.postgres.lock`` for an index that servers on several machines write)."""
 
     def hold(self, *, take_over: bool = False) -> AbstractContextManager[None]:
         """Held for the pass; raises :class:`IndexLocked` naming the other writer when it has it.

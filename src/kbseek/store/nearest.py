@@ -1,24 +1,25 @@
 """What a store may offer besides ``Store``: finding the nearest chunk vectors itself.
 
-Kept beside the protocol it extends (``store.base``) in its own module: only the dense leg that asks
-the store (``search.store_vectors``) and the store that answers (PostgreSQL) need it.
+A declared capability, not a type to test for: every store has ``nearest`` (``store.base.VectorReads``),
+``None`` where it does not offer it, so a caller reads what a store can do from the protocol. Only
+the dense leg that asks the store (``search.store_vectors``) and the store that answers (PostgreSQL)
+use the methods.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 
-@runtime_checkable
 class NearestVectors(Protocol):
     """What a store may offer besides :class:`Store`: the nearest chunk vectors found by the store
     itself, so the dense leg holds no vectors and builds no graph (PostgreSQL with pgvector;
-    docs/decisions/0032). The SQLite store does not offer it; ``search.store_vectors`` uses it when
-    a store does."""
+    docs/decisions/0032). The SQLite store does not offer it (its ``nearest`` is ``None``);
+    ``search.store_vectors`` uses it when a store does."""
 
     def nearest_vectors(
         self, query: npt.NDArray[np.float32], k: int, allowed: Collection[int] | None = None

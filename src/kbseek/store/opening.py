@@ -14,7 +14,7 @@ from pathlib import Path
 from kbseek.errors import ConfigError
 from kbseek.store.base import Store
 from kbseek.store.lock import PassLock, WriterLock
-from kbseek.store.sqlite import SqliteStore
+from kbseek.store.sqlite.store import SqliteStore
 
 __all__ = ["is_database_url", "kb_name_of", "open_store", "writer_lock"]
 
@@ -52,7 +52,7 @@ def open_store(url: str | None, *, sqlite_file: Path, kb_name: str, read_only: b
     if url is None:
         return SqliteStore(sqlite_file, create=not read_only)
     try:
-        from kbseek.store.postgres import PostgresStore
+        from kbseek.store.postgres.store import PostgresStore
     except ImportError as exc:
         raise ConfigError(
             f"[store].url names PostgreSQL, but its driver is not installed ({exc.name or exc}): "

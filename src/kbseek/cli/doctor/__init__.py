@@ -11,7 +11,7 @@ in place of the file checks when the index is in PostgreSQL); ``runner`` puts th
 
 Doctor is strictly read-only, because it is what a user runs when something is
 already wrong, and it must not make things worse or hide the evidence: it never
-creates the index folder, looks at the index through ``store.schema.inspect_index``
+creates the index folder, looks at the index through ``store.sqlite.schema.inspect_index``
 (``mode=ro``, and, when no write-ahead log is present, ``immutable=1`` so SQLite does
 not leave ``-wal`` and ``-shm`` files behind), and finds the holder of the writer
 lock without taking it where the system allows that (``/proc/locks`` on Linux).

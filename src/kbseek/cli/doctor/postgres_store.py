@@ -4,7 +4,7 @@ the advisory lock its writers take.
 Doctor looks the way a person would with ``psql``, on one connection of its own whose transactions
 are all read-only: it never opens a ``PostgresStore`` (whose setup creates the extension and the
 schema), and every query here only reads the catalogs and the schema's tables. A person sees the
-database only by :func:`~kbseek.store.postgres_schema.display_url`, never with its password, wherever
+database only by :func:`~kbseek.store.postgres.schema.display_url`, never with its password, wherever
 that comes from (the URL, ``PGPASSWORD``, ``~/.pgpass``). The queries have short timeouts, because a
 server that hangs, or a writer rebuilding the schema, must become a check's answer, not a doctor that
 never finishes.
@@ -28,10 +28,10 @@ from psycopg.rows import TupleRow
 from kbseek.cli.doctor.result import CheckResult, guarded, index_verdict
 from kbseek.cli.doctor.system import human_bytes
 from kbseek.errors import ConfigError
-from kbseek.store import postgres_schema
 from kbseek.store.meta import META_SCHEMA_VERSION, index_meta
-from kbseek.store.postgres_lock import PASS_KEY_SUFFIX
-from kbseek.store.postgres_schema import (
+from kbseek.store.postgres import schema as postgres_schema
+from kbseek.store.postgres.lock import PASS_KEY_SUFFIX
+from kbseek.store.postgres.schema import (
     LOCK_CLASS,
     PGVECTOR_ITERATIVE_SCAN,
     PGVECTOR_MINIMUM,
@@ -361,7 +361,7 @@ def check_schema(
 
 def check_advisory_lock(conn: Conn, schema: str) -> CheckResult:
     """Who holds the knowledge base's writer locks now: a writer holds one for its whole pass (a
-    session lock, ``store.postgres_lock``) and another for each transaction.
+    session lock, ``store.postgres.lock``) and another for each transaction.
 
     ``pg_locks`` shows a two-number advisory key as ``classid``/``objid`` with ``objsubid`` 2; the
     holder is named as its connection named itself (``kbseek pid N on HOST``), which

@@ -14,7 +14,7 @@ from kbseek.config import Settings
 from kbseek.errors import IndexIncompatible
 from kbseek.facade.paths import INDEX_FILENAME, POSIX_MODES, resolve_index_dir, wider_than_private
 from kbseek.store.lock import WriterLock
-from kbseek.store.schema import SCHEMA_VERSION, inspect_index, updated_in_place
+from kbseek.store.sqlite.schema import SCHEMA_VERSION, inspect_index, updated_in_place
 from kbseek.text.plurals import counted
 
 

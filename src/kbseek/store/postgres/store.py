@@ -15,7 +15,6 @@ this file says only how PostgreSQL keeps them.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -29,22 +28,20 @@ import numpy as np
 import psycopg
 from psycopg.rows import TupleRow
 
-from kbseek.dates import DocumentDate
-from kbseek.documents import SectionStart
 from kbseek.errors import IndexReadOnly, KbError, StoreUnavailable
 from kbseek.filters import NO_FILTERS, SearchFilters
-from kbseek.store import postgres_lexical, postgres_vectors
-from kbseek.store.conventions import unpack_text
 from kbseek.store.lock import PassLock
-from kbseek.store.meta import META_PASSES, index_meta
-from kbseek.store.postgres_deadline import BULK, READ, WRITE, Bound
-from kbseek.store.postgres_filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
-from kbseek.store.postgres_generation import PostgresNextGeneration
-from kbseek.store.postgres_links import PostgresLinks
-from kbseek.store.postgres_listen import POLL_SECONDS, PassListener
-from kbseek.store.postgres_lock import PostgresPassLock, lock_transaction
-from kbseek.store.postgres_pool import Conn, Connections, setup_connection
-from kbseek.store.postgres_schema import (
+from kbseek.store.meta import META_PASSES
+from kbseek.store.nearest import NearestVectors
+from kbseek.store.postgres import lexical as postgres_lexical
+from kbseek.store.postgres import vectors as postgres_vectors
+from kbseek.store.postgres.deadline import BULK, READ, WRITE, Bound
+from kbseek.store.postgres.filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
+from kbseek.store.postgres.listen import POLL_SECONDS, PassListener
+from kbseek.store.postgres.lock import PostgresPassLock, lock_transaction
+from kbseek.store.postgres.pool import Conn, Connections, setup_connection
+from kbseek.store.postgres.reads import READS
+from kbseek.store.postgres.schema import (
     LOCK_CLASS,
     display_url,
     extension_schema,
@@ -53,19 +50,13 @@ from kbseek.store.postgres_schema import (
     schema_name,
     schema_version,
 )
-from kbseek.store.postgres_statistics import refresh_statistics
-from kbseek.store.postgres_writer import PostgresWriter, from_bytes
+from kbseek.store.postgres.statistics import refresh_statistics
+from kbseek.store.postgres.writer import PostgresWriter, from_bytes
+from kbseek.store.reader import IndexReader, Row
 from kbseek.store.records import (
-    ChunkRow,
     Counts,
-    DocumentRow,
     DocumentState,
     IndexMeta,
-    Matrix,
-    PendingChunk,
-    RetiredChunk,
-    RowIds,
-    SkippedPath,
 )
 
 __all__ = ["PostgresStore"]
@@ -80,19 +71,8 @@ LOCK_WAIT_SECONDS = 10.0
 SQLite store's busy timeout. Transactions are one document each, so a pass that interleaves with
 another process's waits milliseconds, and only a stuck writer is reported."""
 
-_CHUNKS = (
-    'SELECT c.id, c.chunk_id, c.document_id, d.path, d.title, c.ordinal, c.start, c."end",'
-    " c.line_start, c.line_end, c.heading_path, c.text, c.content_hash, d.tags, d.parser, x.day"
-    " FROM chunks c JOIN documents d ON d.id = c.document_id LEFT JOIN document_dates x ON x.document_id = d.id"
-)
-_DOCUMENTS = (
-    "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at, x.day, x.source"
-    " FROM documents LEFT JOIN document_dates x ON x.document_id = documents.id"
-)
-_WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 
-
-class PostgresStore(PostgresLinks, PostgresNextGeneration):
+class PostgresStore(IndexReader):
     """Open (creating if needed) knowledge base ``kb_name``'s index in the database at ``url``.
 
     With ``create=False`` nothing is created: a knowledge base the database does not hold yet reads
@@ -131,7 +111,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         self.pass_lock: PassLock | None = PostgresPassLock(
             url, self.schema, application=self._application, location=self._location
         )
-        """One writer per knowledge base, held for a whole pass (``kbseek.store.postgres_lock``)."""
+        """One writer per knowledge base, held for a whole pass (``kbseek.store.postgres.lock``)."""
         self._max_connections = max_connections
         search_path = self._set_up(url, create)
         if not self._absent:
@@ -206,6 +186,26 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         with self._reading(bound) as conn:
             return conn.execute(query, params).fetchall()
 
+    reads = READS
+
+    @property
+    def nearest(self) -> NearestVectors:
+        """pgvector finds the nearest vectors in the database (docs/decisions/0032)."""
+        return self
+
+    def _read(self, sql: str, params: Sequence[Any] = (), *, bulk: bool = False) -> list[Row]:
+        return self._rows(sql, params, bound=BULK if bulk else READ)
+
+    def _read_vectors(self, sql: str, params: Sequence[Any] = (), *, bulk: bool = False) -> list[Row]:
+        return self._vector_rows(sql, params, bound=BULK if bulk else READ)
+
+    def _vector(self, value: Any) -> np.ndarray:
+        vector: np.ndarray = value.to_numpy()
+        return vector
+
+    def _text(self, value: Any) -> str:
+        return from_bytes(value)
+
     def _vector_rows(self, query: str, params: Sequence[Any], *, bound: Bound = READ) -> list[TupleRow]:
         """Like :meth:`_rows`, in binary: a vector arrives as its float4 bytes, never as decimal text."""
         if self._absent:
@@ -248,7 +248,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
 
     def meta(self) -> IndexMeta:
         self._revive()
-        return index_meta({str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")})
+        return super().meta()
 
     def follow_mode(self) -> str:
         """How a reader learns of the writer's passes, in words for its status."""
@@ -258,7 +258,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
 
     def wait_for_pass(self, seen: int, timeout: float) -> int:
         """Woken by the writer's ``NOTIFY``, and reading the counter at least every second whatever
-        happens to notifications (a standby gets none): ``store.postgres_listen``."""
+        happens to notifications (a standby gets none): ``store.postgres.listen``."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -306,78 +306,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             query += " WHERE " + " OR ".join(clauses)
         return {str(r[1]): DocumentState(*r) for r in self._rows(query, params, bound=BULK)}
 
-    def document(self, path: str) -> DocumentRow | None:
-        if "\x00" in path:
-            return None
-        rows = self._rows(f"{_DOCUMENTS} WHERE path = %s", (path,))
-        return _document_row(rows[0]) if rows else None
-
-    def documents(self) -> list[DocumentRow]:
-        return [_document_row(r) for r in self._rows(f"{_DOCUMENTS} ORDER BY path", bound=BULK)]
-
-    def document_text(self, path: str) -> str | None:
-        sql_text = (
-            "SELECT t.text FROM documents d JOIN document_texts t ON t.document_id = d.id WHERE d.path = %s"
-        )
-        rows = self._rows(sql_text, (path,)) if "\x00" not in path else []
-        return unpack_text(bytes(rows[0][0])) if rows else None
-
-    def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
-        if among is None:
-            rows = self._rows("SELECT path FROM documents WHERE size <= %s ORDER BY path", (max_bytes,))
-        else:
-            wanted = [p for p in among if "\x00" not in p]
-            rows = self._rows(
-                "SELECT path FROM documents WHERE size <= %s AND path = ANY(%s::text[]) ORDER BY path",
-                (max_bytes, wanted),
-            )
-        return [str(r[0]) for r in rows]
-
-    def skipped(self) -> list[SkippedPath]:
-        return [
-            SkippedPath(str(r[0]), str(r[1]))
-            for r in self._rows("SELECT path, reason FROM skipped ORDER BY path")
-        ]
-
     # -- chunks ------------------------------------------------------------------------------------
-
-    def chunk(self, chunk_id: str) -> ChunkRow | None:
-        if "\x00" in chunk_id:
-            return None
-        rows = self._rows(f"{_CHUNKS} WHERE c.chunk_id = %s", (chunk_id,))
-        return _chunk_row(rows[0]) if rows else None
-
-    def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
-        if not len(rowids):
-            return {}
-        rows = self._rows(f"{_CHUNKS} WHERE c.id = ANY(%s::bigint[])", (_ints(rowids),))
-        return {int(r[0]): _chunk_row(r) for r in rows}
-
-    def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
-        if not len(rowids):
-            return {}
-        rows = self._rows(
-            "SELECT chunk, position, heading_path FROM chunk_sections WHERE chunk = ANY(%s::bigint[])"
-            " ORDER BY chunk, position",
-            (_ints(rowids),),
-        )
-        out: dict[int, list[SectionStart]] = {}
-        for rowid, offset, path in rows:
-            out.setdefault(int(rowid), []).append(SectionStart(int(offset), tuple(json.loads(path))))
-        return {rowid: tuple(starts) for rowid, starts in out.items()}
-
-    def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
-        rows = self._rows(
-            f"{_CHUNKS} WHERE c.document_id = %s AND c.ordinal BETWEEN %s AND %s ORDER BY c.ordinal",
-            (document_id, first, last),
-        )
-        return [_chunk_row(r) for r in rows]
-
-    def retired(self, chunk_id: str) -> RetiredChunk | None:
-        if "\x00" in chunk_id:
-            return None
-        rows = self._rows("SELECT path, retired_at FROM retired_chunks WHERE chunk_id = %s", (chunk_id,))
-        return RetiredChunk(str(rows[0][0]), float(rows[0][1])) if rows else None
 
     # -- lexical candidates ------------------------------------------------------------------------
 
@@ -454,9 +383,6 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
         where = ("AND " + " AND ".join(clauses)) if clauses else ""
         return [int(r[0]) for r in self._rows(NEWEST.format(where=where), params)]
 
-    def has_field(self, field: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM document_fields WHERE field = %s LIMIT 1", (field,)))
-
     def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
         out: list[tuple[str, int, list[tuple[str, int]]]] = []
         for field, documents in self._rows(FACET_FIELDS, (max(fields, 0),), bound=BULK):
@@ -464,83 +390,7 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             out.append((str(field), int(documents), [(str(v), int(n)) for v, n in common]))
         return out
 
-    def date_sources(self) -> dict[str, int]:
-        rows = self._rows("SELECT source, count(*) FROM document_dates GROUP BY source", bound=BULK)
-        return {str(r[0]): int(r[1]) for r in rows}
-
     # -- vectors -----------------------------------------------------------------------------------
-
-    def embedded_count(self) -> int:
-        rows = self._rows(f"SELECT count(*) {_WITH_VECTOR}", bound=BULK)
-        return int(rows[0][0]) if rows else 0
-
-    def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
-        if "\x00" in after:  # no hash holds NUL, so the hashes after "ab\x00…" are those after "ab"
-            after = after[: after.index("\x00")]
-        rows = self._rows(
-            "SELECT DISTINCT ON (c.content_hash) c.content_hash, c.heading_path, c.text FROM chunks c"
-            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
-            " AND c.content_hash > %s ORDER BY c.content_hash, c.id LIMIT %s",
-            (after, None if limit is None else max(int(limit), 0)),
-            bound=BULK,
-        )
-        return [PendingChunk(str(r[0]), tuple(json.loads(r[1])), from_bytes(r[2])) for r in rows]
-
-    def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
-        if not len(document_ids):
-            return []
-        rows = self._rows(
-            "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
-            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"
-            " AND c.document_id = ANY(%s::bigint[]) ORDER BY c.document_id, c.ordinal",
-            (_ints(document_ids),),
-        )
-        out: dict[str, PendingChunk] = {}
-        for h, heading_path, text in rows:
-            if h not in out:
-                out[h] = PendingChunk(str(h), tuple(json.loads(heading_path)), from_bytes(text))
-        return list(out.values())
-
-    def pending_vector_count(self) -> int:
-        rows = self._rows(
-            "SELECT count(DISTINCT c.content_hash) FROM chunks c"
-            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)",
-            bound=BULK,
-        )
-        return int(rows[0][0]) if rows else 0
-
-    def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
-        rows = self._vector_rows(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id", (), bound=BULK)
-        return _matrix(rows, dim)
-
-    def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
-        if page <= 0:
-            raise ValueError(f"page must be positive, not {page}")
-        after = -1
-        while True:
-            rows = self._vector_rows(
-                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > %s ORDER BY c.id LIMIT %s",
-                (after, page),
-                bound=BULK,
-            )
-            if not rows:
-                return
-            ids, matrix = _matrix(rows, dim)
-            yield ids, matrix
-            after = int(ids[-1])
-
-    def vector_rowids(self) -> RowIds:
-        rows = self._rows(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id", bound=BULK)
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-
-    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
-        if not len(rowids):
-            return _matrix([], dim)
-        rows = self._vector_rows(
-            f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id = ANY(%s::bigint[]) ORDER BY c.id",
-            (_ints(rowids),),
-        )
-        return _matrix(rows, dim)
 
     # -- nearest vectors in the database (nearest.NearestVectors; postgres_vectors, decision 0032) -----
 
@@ -561,38 +411,3 @@ class PostgresStore(PostgresLinks, PostgresNextGeneration):
             return False
         with self._reading(None) as conn:  # autocommit, outside any transaction; as long as it takes
             return postgres_vectors.build_index(conn, dim, (LOCK_CLASS, lock_key(self.schema + "_vectors")))
-
-
-# -- rows to records ---------------------------------------------------------------------------------
-
-
-def _ints(values: Sequence[int]) -> list[int]:
-    return [int(v) for v in values]
-
-
-def _document_row(r: TupleRow) -> DocumentRow:
-    return DocumentRow(
-        id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=from_bytes(r[5]),
-        tags=tuple(json.loads(r[6])), date=r[7], frontmatter=json.loads(r[8]),
-        warnings=tuple(json.loads(r[9])), indexed_at=float(r[10]),
-        dated=DocumentDate(r[11], r[12]) if r[11] else None,
-    )  # fmt: skip
-
-
-def _chunk_row(r: TupleRow) -> ChunkRow:
-    return ChunkRow(
-        rowid=int(r[0]), chunk_id=r[1], document_id=int(r[2]), path=r[3], title=from_bytes(r[4]),
-        ordinal=int(r[5]), start=int(r[6]), end=int(r[7]), line_start=int(r[8]), line_end=int(r[9]),
-        heading_path=tuple(json.loads(r[10])), text=from_bytes(r[11]), content_hash=r[12],
-        tags=tuple(json.loads(r[13])), parser=r[14], date=r[15],
-    )  # fmt: skip
-
-
-def _matrix(rows: Sequence[TupleRow], dim: int) -> tuple[RowIds, Matrix]:
-    """Rowids and vectors as the dense leg takes them; a vector of another dimension raises, as a
-    misshapen row does in the SQLite store."""
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.empty((len(rows), dim), dtype=np.float32)
-    for i, r in enumerate(rows):
-        matrix[i] = r[1].to_numpy()
-    return ids, matrix

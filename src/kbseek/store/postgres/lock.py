@@ -38,9 +38,9 @@ import psycopg
 from psycopg import sql
 
 from kbseek.errors import IndexLocked, StoreUnavailable, WrittenElsewhere
-from kbseek.store.postgres_deadline import BoundedConnection
-from kbseek.store.postgres_pool import Conn, bounded_options, no_jit
-from kbseek.store.postgres_schema import LOCK_CLASS, lock_key
+from kbseek.store.postgres.deadline import BoundedConnection
+from kbseek.store.postgres.pool import Conn, bounded_options, no_jit
+from kbseek.store.postgres.schema import LOCK_CLASS, lock_key
 
 PASS_KEY_SUFFIX = ":pass"
 """The pass lock's key is cut from the schema name with this suffix, so it never equals the

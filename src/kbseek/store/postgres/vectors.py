@@ -37,8 +37,8 @@ import psycopg
 from pgvector import Vector
 from psycopg.rows import TupleRow
 
-from kbseek.store import postgres_schema
-from kbseek.store.postgres_schema import (
+from kbseek.store.postgres import schema as postgres_schema
+from kbseek.store.postgres.schema import (
     PGVECTOR_HALFVEC,
     PGVECTOR_ITERATIVE_SCAN,
     PGVECTOR_MINIMUM,

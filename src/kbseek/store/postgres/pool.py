@@ -30,7 +30,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
-from kbseek.store.postgres_deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy
+from kbseek.store.postgres.deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy
 
 __all__ = [
     "BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "no_jit", "setup_connection",

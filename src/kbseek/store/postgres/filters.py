@@ -1,4 +1,4 @@
-"""The search filters (``kbseek.filters``) as PostgreSQL conditions, twin of ``store/sqlite_filters.py``.
+"""The search filters (``kbseek.filters``) as PostgreSQL conditions, twin of ``store/sqlite/filters.py``.
 
 The two must keep the same documents for the same filters. Where the engines differ the conditions
 here are written to SQLite's meaning: ASCII-only case folding (``translate``, not ``lower``, which

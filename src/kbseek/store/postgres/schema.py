@@ -2,7 +2,7 @@
 
 Every knowledge base in a database lives in its own schema, ``kbseek_<name>``, so several teams'
 indexes share one server without a table of theirs ever touching another's, and dropping the schema
-removes one index whole. The tables mirror the SQLite ones (``kbseek.store.schema``) except for the
+removes one index whole. The tables mirror the SQLite ones (``kbseek.store.sqlite.schema``) except for the
 lexical index: SQLite's FTS5 is replaced by a postings table with per-chunk term frequencies, from
 which ``postgres.py`` computes FTS5's own BM25 (docs/decisions/0030).
 
@@ -179,7 +179,7 @@ _DOCUMENT_TEXTS = """
 -- The served text of each document, so a server without the files can serve it (decision 0031).
 CREATE TABLE document_texts (
     document_id bigint PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-    text        bytea NOT NULL        -- zlib-compressed UTF-8 (store.schema.pack_text)
+    text        bytea NOT NULL        -- zlib-compressed UTF-8 (store.conventions.pack_text)
 );
 """
 DDL += _DOCUMENT_TEXTS
@@ -255,7 +255,7 @@ ADDED: dict[int, str] = {
     6: _DOCUMENT_FACTS,
 }
 """For a schema version, what brings a schema of the version before it up to it when the change only
-adds tables: done in place, as the SQLite store does (``store.schema.ADDED``). 2: the documents' served
+adds tables: done in place, as the SQLite store does (``store.sqlite.schema.ADDED``). 2: the documents' served
 text, filled by the re-parse that parse version 5 causes, every vector kept. 3: the vocabulary, filled
 from the postings in the same transaction. 4: the documents' links and names, filled by the
 re-parse that parse version 6 causes, vectors kept. 5: the next generation of vectors, empty until a

@@ -2,7 +2,7 @@
 
 Every condition is on the documents table as ``d``, so each leg adds them to its own query: the
 lexical leg joins chunks to documents only when a filter is set, the dense leg reads the allowed
-chunk ids once (``filtered_rowids``). The PostgreSQL twin (``store/postgres_filters.py``) must give
+chunk ids once (``filtered_rowids``). The PostgreSQL twin (``store/postgres/filters.py``) must give
 the same documents for the same filters; ``tests/unit/test_store_filters.py`` holds them to it.
 """
 
@@ -281,16 +281,8 @@ class SqliteFacts:
     def newest_chunks(self, filters: SearchFilters, *, limit: int) -> list[int]:
         return newest_chunks(self.conn, filters, limit)
 
-    def has_field(self, field: str) -> bool:
-        sql = "SELECT 1 FROM document_fields WHERE field = ? LIMIT 1"
-        return self.conn.execute(sql, (field,)).fetchone() is not None
-
     def field_facets(self, *, fields: int, values: int) -> list[tuple[str, int, list[tuple[str, int]]]]:
         return field_facets(self.conn, fields, values)
-
-    def date_sources(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT source, count(*) FROM document_dates GROUP BY source")
-        return {str(r[0]): int(r[1]) for r in rows}
 
 
 def newest_chunks(conn: sqlite3.Connection, filters: SearchFilters, limit: int) -> list[int]:

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbseek.store import fts_match
-from kbseek.store import sqlite as sqlite_store
 from kbseek.store.conventions import BM25_WEIGHTS
-from kbseek.store.postgres_pool import Conn
+from kbseek.store.postgres.pool import Conn
+from kbseek.store.sqlite import store as sqlite_store
 
 __all__ = ["BM25_B", "BM25_K1", "candidates", "document_frequencies"]
 

@@ -29,7 +29,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from kbseek.store.postgres_schema import TABLES
+from kbseek.store.postgres.schema import TABLES
 
 __all__ = ["CHANGED_SHARE", "SMALL_ROWS", "refresh_statistics", "stale_tables"]
 

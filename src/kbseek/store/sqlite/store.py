@@ -5,14 +5,15 @@ its own connection because ``sqlite3`` connections must not be shared across
 threads. Writes go through :meth:`SqliteStore.transaction`, one per document, so a
 crash mid-pass never leaves half a document behind.
 
-The module holds the connections and every read; the writes are in ``sqlite_writer`` and the
-table layout with its upgrade rules in ``schema``. The guarantees are the protocol's
-(``kbseek.store.base``); this file says only how SQLite keeps them.
+The module holds the connections and the reads that are SQLite's own (the keyword index over FTS5,
+counting); the reads both backends share are ``store.reader``'s over the statements in ``reads``,
+the writes ``store.writer``'s over ``writer``, and the table layout with its upgrade rules is in
+``schema``. The guarantees are the protocol's (``kbseek.store.base``); this file says only how
+SQLite keeps them.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -23,42 +24,31 @@ from typing import Any
 
 import numpy as np
 
-from kbseek.documents import SectionStart
 from kbseek.errors import IndexLocked, KbBug
 from kbseek.filters import NO_FILTERS, SearchFilters
 from kbseek.store import fts_match
-from kbseek.store.conventions import BM25_WEIGHTS, unpack_text
+from kbseek.store.conventions import BM25_WEIGHTS
 from kbseek.store.fts_match import match_expression, rare_terms
 from kbseek.store.lock import PassLock
-from kbseek.store.meta import index_meta
+from kbseek.store.nearest import NearestVectors
+from kbseek.store.reader import IndexReader, Row
 from kbseek.store.records import (
-    ChunkRow,
     Counts,
-    DocumentRow,
     DocumentState,
-    IndexMeta,
-    Matrix,
-    PendingChunk,
-    RetiredChunk,
-    RowIds,
-    SkippedPath,
 )
-from kbseek.store.schema import create_private, is_busy, open_schema
-from kbseek.store.sqlite_filters import AllowedSet, SqliteFacts, register_functions
-from kbseek.store.sqlite_generation import SqliteNextGeneration
-from kbseek.store.sqlite_links import SqliteLinks
-from kbseek.store.sqlite_rows import CHUNKS, DOCUMENTS, chunk_row, document_row
-from kbseek.store.sqlite_writer import SqliteWriter
+from kbseek.store.sqlite.filters import AllowedSet, SqliteFacts, register_functions
+from kbseek.store.sqlite.reads import READS, parameters
+from kbseek.store.sqlite.schema import create_private, is_busy, open_schema
+from kbseek.store.sqlite.writer import SqliteWriter
 
 __all__ = ["SqliteStore"]
 
 BATCH = 500
+"""Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
+
 PASS_POLL_SECONDS = 0.25
 """How often :meth:`SqliteStore.wait_for_pass` reads the pass counter: a reader sees another process's
 pass within this (a read of one small table)."""
-"""Ids per ``IN (…)`` list: well under SQLite's limit on bound parameters."""
-
-_WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 
 ALLOWED_AS_JSON = 20_000
 """Up to this many allowed chunks the full lexical query binds them (``json_each``); above it, it
@@ -85,7 +75,7 @@ NEGLIGIBLE_SHARE = 0.5
 no score by more than that. 1.0 keeps every term."""
 
 
-class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
+class SqliteStore(IndexReader, SqliteFacts):
     """Open (creating if needed) the index at ``path``.
 
     With ``create=False`` a missing index is opened as an empty one held in memory, so a command
@@ -131,6 +121,18 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
         with self._connections_lock:
             self._connections.append(conn)
         return conn
+
+    reads = READS
+    nearest: NearestVectors | None = None
+    """The dense leg searches the vectors it loaded: SQLite finds no nearest vectors itself."""
+
+    def _read(self, sql: str, params: Sequence[Any] = (), *, bulk: bool = False) -> list[Row]:
+        return self.conn.execute(sql, parameters(params)).fetchall()
+
+    _read_vectors = _read
+
+    def _vector(self, value: Any) -> np.ndarray:
+        return np.frombuffer(value, dtype="<f4")
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -199,9 +201,6 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
     def holds_index(self) -> bool:
         return self._memory is None or self.path.exists()
 
-    def meta(self) -> IndexMeta:
-        return index_meta(dict(self.conn.execute("SELECT key, value FROM meta").fetchall()))
-
     def follow_mode(self) -> str:
         return f"reading the index every {PASS_POLL_SECONDS:g} s"
 
@@ -255,72 +254,7 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
             out.update((r[1], DocumentState(*r)) for r in rows)
         return out
 
-    def document(self, path: str) -> DocumentRow | None:
-        r = self.conn.execute(f"{DOCUMENTS} WHERE path=?", (path,)).fetchone()
-        return document_row(r) if r else None
-
-    def documents(self) -> list[DocumentRow]:
-        return [document_row(r) for r in self.conn.execute(f"{DOCUMENTS} ORDER BY path")]
-
-    def document_text(self, path: str) -> str | None:
-        sql = "SELECT t.text FROM documents d JOIN document_texts t ON t.document = d.id WHERE d.path=?"
-        r = self.conn.execute(sql, (path,)).fetchone()
-        return unpack_text(r[0]) if r else None
-
-    def paths_within_size(self, max_bytes: int, among: Collection[str] | None = None) -> list[str]:
-        if among is None:
-            rows = self.conn.execute("SELECT path FROM documents WHERE size <= ? ORDER BY path", (max_bytes,))
-            return [r[0] for r in rows]
-        wanted = list(among)
-        out: list[str] = []
-        for part in _batches(wanted):
-            rows = self.conn.execute(
-                f"SELECT path FROM documents WHERE size <= ? AND path IN ({_marks(part)})", (max_bytes, *part)
-            )
-            out.extend(r[0] for r in rows)
-        return sorted(out)
-
-    def skipped(self) -> list[SkippedPath]:
-        rows = self.conn.execute("SELECT path, reason FROM skipped ORDER BY path")
-        return [SkippedPath(r[0], r[1]) for r in rows]
-
     # -- chunks ------------------------------------------------------------------------------------
-
-    def chunk(self, chunk_id: str) -> ChunkRow | None:
-        r = self.conn.execute(f"{CHUNKS} WHERE c.chunk_id=?", (chunk_id,)).fetchone()
-        return chunk_row(r) if r else None
-
-    def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
-        out: dict[int, ChunkRow] = {}
-        for part in _batches(rowids):
-            rows = self.conn.execute(f"{CHUNKS} WHERE c.id IN ({_marks(part)})", part)
-            out.update((r[0], chunk_row(r)) for r in rows)
-        return out
-
-    def section_starts(self, rowids: Sequence[int]) -> dict[int, tuple[SectionStart, ...]]:
-        out: dict[int, list[SectionStart]] = {}
-        for part in _batches(rowids):
-            rows = self.conn.execute(
-                f"SELECT chunk, position, heading_path FROM chunk_sections WHERE chunk IN ({_marks(part)})"
-                " ORDER BY chunk, position",
-                part,
-            )
-            for rowid, offset, path in rows:
-                out.setdefault(rowid, []).append(SectionStart(offset, tuple(json.loads(path))))
-        return {rowid: tuple(starts) for rowid, starts in out.items()}
-
-    def neighbours(self, document_id: int, first: int, last: int) -> list[ChunkRow]:
-        rows = self.conn.execute(
-            f"{CHUNKS} WHERE c.document_id=? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
-            (document_id, first, last),
-        )
-        return [chunk_row(r) for r in rows]
-
-    def retired(self, chunk_id: str) -> RetiredChunk | None:
-        r = self.conn.execute(
-            "SELECT path, retired_at FROM retired_chunks WHERE chunk_id=?", (chunk_id,)
-        ).fetchone()
-        return RetiredChunk(r[0], float(r[1])) if r else None
 
     # -- lexical candidates ------------------------------------------------------------------------
 
@@ -486,81 +420,6 @@ class SqliteStore(SqliteLinks, SqliteNextGeneration, SqliteFacts):
         return out
 
     # -- vectors -----------------------------------------------------------------------------------
-
-    def embedded_count(self) -> int:
-        return int(self.conn.execute(f"SELECT count(*) {_WITH_VECTOR}").fetchone()[0])
-
-    def chunks_without_vectors(self, *, after: str = "", limit: int | None = None) -> list[PendingChunk]:
-        rows = self.conn.execute(
-            "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
-            " LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
-            " WHERE e.content_hash IS NULL AND c.content_hash > ?"
-            " GROUP BY c.content_hash ORDER BY c.content_hash LIMIT ?",
-            (after, -1 if limit is None else max(int(limit), 0)),
-        )
-        return [PendingChunk(r[0], tuple(json.loads(r[1])), r[2]) for r in rows]
-
-    def document_chunks_without_vectors(self, document_ids: Sequence[int]) -> list[PendingChunk]:
-        out: dict[str, PendingChunk] = {}
-        for part in _batches([int(d) for d in document_ids]):
-            rows = self.conn.execute(
-                "SELECT c.content_hash, c.heading_path, c.text FROM chunks c"
-                " LEFT JOIN embeddings e ON e.content_hash = c.content_hash"
-                f" WHERE e.content_hash IS NULL AND c.document_id IN ({_marks(part)})"
-                " ORDER BY c.document_id, c.ordinal",
-                part,
-            )
-            for h, heading_path, text in rows:
-                if h not in out:
-                    out[h] = PendingChunk(h, tuple(json.loads(heading_path)), text)
-        return list(out.values())
-
-    def pending_vector_count(self) -> int:
-        row = self.conn.execute(
-            "SELECT COUNT(DISTINCT c.content_hash) FROM chunks c"
-            " LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"
-        ).fetchone()
-        return int(row[0])
-
-    def chunk_vectors(self, dim: int) -> tuple[RowIds, Matrix]:
-        rows = self.conn.execute(f"SELECT c.id, e.vector {_WITH_VECTOR} ORDER BY c.id").fetchall()
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.empty((len(rows), dim), dtype=np.float32)
-        for i, r in enumerate(rows):
-            matrix[i] = np.frombuffer(r[1], dtype="<f4")
-        return ids, matrix
-
-    def vector_pages(self, dim: int, *, page: int = 20_000) -> Iterator[tuple[RowIds, Matrix]]:
-        if page <= 0:
-            raise ValueError(f"page must be positive, not {page}")
-        after = -1
-        while True:
-            rows = self.conn.execute(
-                f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id > ? ORDER BY c.id LIMIT ?", (after, page)
-            ).fetchall()
-            if not rows:
-                return
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = np.empty((len(rows), dim), dtype=np.float32)
-            for i, r in enumerate(rows):
-                matrix[i] = np.frombuffer(r[1], dtype="<f4")
-            yield ids, matrix
-            after = int(ids[-1])
-
-    def vector_rowids(self) -> RowIds:
-        rows = self.conn.execute(f"SELECT c.id {_WITH_VECTOR} ORDER BY c.id").fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-
-    def vectors_for_rowids(self, rowids: Sequence[int], dim: int) -> tuple[RowIds, Matrix]:
-        ids: list[int] = []
-        vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
-        for part in _batches(sorted(set(rowids))):
-            sql = f"SELECT c.id, e.vector {_WITH_VECTOR} WHERE c.id IN ({_marks(part)}) ORDER BY c.id"
-            for r in self.conn.execute(sql, part):
-                ids.append(int(r[0]))
-                vectors.append(np.frombuffer(r[1], dtype="<f4"))
-        matrix = np.vstack(vectors).astype(np.float32) if vectors else np.empty((0, dim), dtype=np.float32)
-        return np.asarray(ids, dtype=np.int64), matrix
 
 
 def _batches(ids: Sequence[Any]) -> Iterator[list[Any]]:
