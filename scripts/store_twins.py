@@ -62,7 +62,8 @@ def main() -> None:
     sqlite, postgres = methods(STORE / "sqlite"), methods(STORE / "postgres")
     shared = sorted(sqlite.keys() & postgres.keys())
     ratios = {
-        name: difflib.SequenceMatcher(None, sqlite[name], postgres[name], autojunk=False).ratio() for name in shared
+        name: difflib.SequenceMatcher(None, sqlite[name], postgres[name], autojunk=False).ratio()
+        for name in shared
     }
     alike = [n for n in shared if ratios[n] >= ALIKE]
     print(f"methods in both stores: {len(shared)}; at least {ALIKE:.0%} alike: {len(alike)};"
