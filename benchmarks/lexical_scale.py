@@ -40,9 +40,10 @@ from kbseek.config import Limits, Settings
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
-from kbseek.store.fts_match import match_expression, rare_terms
+from kbseek.store import lexical_bound
+from kbseek.store.lexical_bound import rare_terms
+from kbseek.store.sqlite.fts_match import match_expression
 from kbseek.store.sqlite.store import SqliteStore
-from kbseek.store.sqlite.store import store as sqlite_store
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 SCALE = WORK / "lexical-scale"
@@ -94,12 +95,12 @@ def build(collections: list[Collection], rebuild: bool) -> KnowledgeBase:
 @contextmanager
 def full_or() -> Iterator[None]:
     """The store as it was before the bound: every query term MATCHed (the bound switched off)."""
-    saved = sqlite_store.LEXICAL_POSTINGS_BUDGET
-    sqlite_store.LEXICAL_POSTINGS_BUDGET = None
+    saved = lexical_bound.LEXICAL_POSTINGS_BUDGET
+    lexical_bound.LEXICAL_POSTINGS_BUDGET = None
     try:
         yield
     finally:
-        sqlite_store.LEXICAL_POSTINGS_BUDGET = saved
+        lexical_bound.LEXICAL_POSTINGS_BUDGET = saved
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -155,7 +156,7 @@ def latency(kb: KnowledgeBase, queries: list[str]) -> None:
             search["kb.search, full OR"].append(_timed(lambda q=q: kb.search(q, limit=10)))
 
     overlap, recall, bounded_runs = [], [], 0
-    budget = sqlite_store.LEXICAL_POSTINGS_BUDGET or 0
+    budget = lexical_bound.LEXICAL_POSTINGS_BUDGET or 0
     for c in compiled:
         bounded = [r for r, _ in leg(c)]
         with full_or():

@@ -49,12 +49,11 @@ from kbseek.filters import NO_FILTERS
 from kbseek.search.fts_query import CompiledQuery, compile_query
 from kbseek.search.lexical import lexical_candidates
 from kbseek.search.pipeline import CANDIDATES_PER_LEG
-from kbseek.store import fts_match
+from kbseek.store import lexical_bound
 from kbseek.store.base import Store
+from kbseek.store.postgres import lexical as postgres_lexical
 from kbseek.store.postgres.store import PostgresStore
-from kbseek.store.postgres.store import lexical as postgres_lexical
 from kbseek.store.sqlite.store import SqliteStore
-from kbseek.store.sqlite.store import store as sqlite_store
 from lexical_scale import SPLITS, build
 from store_parity import embedded_server
 
@@ -71,12 +70,12 @@ BEFORE = postgres_lexical.FULL_QUERY.format(join="").replace(
 @contextmanager
 def unbounded() -> Iterator[None]:
     """Both stores without the rare-term bound (the full query)."""
-    saved = sqlite_store.LEXICAL_POSTINGS_BUDGET
-    sqlite_store.LEXICAL_POSTINGS_BUDGET = None
+    saved = lexical_bound.LEXICAL_POSTINGS_BUDGET
+    lexical_bound.LEXICAL_POSTINGS_BUDGET = None
     try:
         yield
     finally:
-        sqlite_store.LEXICAL_POSTINGS_BUDGET = saved
+        lexical_bound.LEXICAL_POSTINGS_BUDGET = saved
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -177,11 +176,11 @@ def measure(lite: Store, pg: PostgresStore, queries: list[str], max_terms: int) 
         times["PostgreSQL, before (IDF counted, no bound)"].append(_timed(lambda c=c: _before(pg, c.terms)))
 
     same, tied, worst, bounded = 0, 0, 0.0, 0
-    budget = sqlite_store.LEXICAL_POSTINGS_BUDGET or 0
+    budget = lexical_bound.LEXICAL_POSTINGS_BUDGET or 0
     for c in compiled:  # the rowids are the same on both stores (bulk_load)
         a, b = dict(leg(lite, c)), dict(leg(pg, c))
         counts = postgres_lexical.capped_counts(c.terms, pg.document_frequencies(c.terms), budget)
-        bounded += fts_match.rare_terms(counts, budget, least=CANDIDATES_PER_LEG) is not None
+        bounded += lexical_bound.rare_terms(counts, budget, least=CANDIDATES_PER_LEG) is not None
         same += a.keys() == b.keys()
         tied += a.keys() != b.keys() and _tied_at_the_cut(a, b)
         worst = max([worst, *(abs(a[k] - b[k]) / max(abs(a[k]), 1e-12) for k in a.keys() & b.keys())])

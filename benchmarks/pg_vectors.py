@@ -37,8 +37,8 @@ from pgvector.psycopg import register_vector
 from dense_scale import clustered, write_store
 from kbseek.filters import SearchFilters
 from kbseek.search.dense import DenseIndex
+from kbseek.store.postgres import vectors as postgres_vectors
 from kbseek.store.postgres.store import PostgresStore
-from kbseek.store.postgres.store import vectors as postgres_vectors
 from scale import embedded_postgres
 
 DIM = 512

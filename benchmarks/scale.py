@@ -76,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beir import WORK, Collection, load, percentile
 from kbseek.embed.chunk_vectors import passage_input
 from kbseek.search.fts_query import compile_query
-from kbseek.store.fts_match import match_expression
+from kbseek.store.sqlite.fts_match import match_expression
 from lexical_scale import _perturbed
 from processes import kbseek_script, run_child
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kbseek.config import Limits
 from kbseek.search.fts_query import CompiledQuery, compile_query
-from kbseek.store.fts_match import match_expression
+from kbseek.store.sqlite.fts_match import match_expression
 from kbseek.text.analyzer import index_text
 
 MAX_TERMS = Limits().max_query_terms

@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 
 from kbseek.documents import Chunk
 from kbseek.filters import NO_FILTERS, SearchFilters
-from kbseek.store import fts_match
-from kbseek.store.fts_match import rare_terms
+from kbseek.store import lexical_bound
+from kbseek.store.lexical_bound import rare_terms
 from kbseek.store.records import ChunkInput, DocumentInput
-from kbseek.store.sqlite import store as sqlite_store
 from kbseek.store.sqlite.store import SqliteStore
 from kbseek.text.analyzer import index_text, terms
 
@@ -74,19 +73,19 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 @pytest.fixture
 def tight(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds a few hundred chunks cross: full query up to 100 postings, rare terms up to 10."""
-    monkeypatch.setattr(fts_match, "FULL_QUERY_POSTINGS", 100)
-    monkeypatch.setattr(sqlite_store, "LEXICAL_POSTINGS_BUDGET", 10)
+    monkeypatch.setattr(lexical_bound, "FULL_QUERY_POSTINGS", 100)
+    monkeypatch.setattr(lexical_bound, "LEXICAL_POSTINGS_BUDGET", 10)
 
 
 def _full(
     store: SqliteStore, query_terms: list[str], limit: int, filters: SearchFilters = NO_FILTERS
 ) -> list[tuple[int, float]]:
-    saved = sqlite_store.LEXICAL_POSTINGS_BUDGET
-    sqlite_store.LEXICAL_POSTINGS_BUDGET = None
+    saved = lexical_bound.LEXICAL_POSTINGS_BUDGET
+    lexical_bound.LEXICAL_POSTINGS_BUDGET = None
     try:
         return store.lexical_candidates(query_terms, limit=limit, filters=filters)
     finally:
-        sqlite_store.LEXICAL_POSTINGS_BUDGET = saved
+        lexical_bound.LEXICAL_POSTINGS_BUDGET = saved
 
 
 NEGLIGIBLE = 1e-5
@@ -125,7 +124,7 @@ def test_terms_most_chunks_hold_are_left_out_of_the_bounded_score(
     query = terms("the rare cell medium")
     store.lexical_candidates(query, limit=5)
     assert scored == [terms("rare medium")]  # "the" and "cell": in every chunk
-    monkeypatch.setattr(sqlite_store, "NEGLIGIBLE_SHARE", 1.0)
+    monkeypatch.setattr(lexical_bound, "NEGLIGIBLE_SHARE", 1.0)
     store.lexical_candidates(query, limit=5)
     assert scored[-1] == query
 
@@ -221,7 +220,7 @@ def test_rare_terms_takes_the_rarest_present_terms_and_at_least_one(
 ) -> None:
     chosen = rare_terms(postings, budget, least=least)
     present = [t for t, n in postings.items() if n > 0]
-    if sum(postings[t] for t in present) <= fts_match.FULL_QUERY_POSTINGS:
+    if sum(postings[t] for t in present) <= lexical_bound.FULL_QUERY_POSTINGS:
         assert chosen is None
         return
     ordered = sorted(postings[t] for t in present)

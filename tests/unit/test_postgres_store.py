@@ -20,10 +20,9 @@ import pytest
 
 from kbseek.errors import ConfigError, IndexIncompatible, IndexLocked, IndexReadOnly
 from kbseek.filters import SearchFilters
-from kbseek.store import fts_match
+from kbseek.store import lexical_bound
 from kbseek.store.base import Store
 from kbseek.store.records import Counts, IndexMeta
-from kbseek.store.sqlite import store as sqlite_store
 from kbseek.store.sqlite.store import SqliteStore
 from tests import postgres_server
 from tests.unit.test_store_contract import chunk, document, rowids_of, write
@@ -149,10 +148,10 @@ def test_term_statistics_agree_with_the_sqlite_store(both: tuple[Store, Store]) 
 
 def _bound_low(monkeypatch: pytest.MonkeyPatch, share: float | None = None) -> None:
     """Thresholds small enough for the test corpus to take the bounded path (docs/decisions/0016)."""
-    monkeypatch.setattr(fts_match, "FULL_QUERY_POSTINGS", 40)
-    monkeypatch.setattr(sqlite_store, "LEXICAL_POSTINGS_BUDGET", 12)
+    monkeypatch.setattr(lexical_bound, "FULL_QUERY_POSTINGS", 40)
+    monkeypatch.setattr(lexical_bound, "LEXICAL_POSTINGS_BUDGET", 12)
     if share is not None:
-        monkeypatch.setattr(sqlite_store, "NEGLIGIBLE_SHARE", share)
+        monkeypatch.setattr(lexical_bound, "NEGLIGIBLE_SHARE", share)
 
 
 def _queries(seed: int, n: int) -> list[list[str]]:

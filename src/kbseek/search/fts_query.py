@@ -4,7 +4,7 @@ Agents paste arbitrary text (error messages, code, Japanese sentences). Passing 
 to the lexical engine directly would let ``-``, ``:``, ``"``, ``*``, ``AND``/``NOT``/``NEAR``
 and friends change the query's meaning or raise a syntax error, so the query is run
 through the same analyzer as the index, and the store matches each term literally
-(``Store.lexical_candidates``; SQLite quotes every term in ``store.fts_match.match_expression``).
+(``Store.lexical_candidates``; SQLite quotes every term in ``store.sqlite.fts_match.match_expression``).
 """
 
 from __future__ import annotations

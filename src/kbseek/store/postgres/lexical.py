@@ -6,9 +6,9 @@ the collection (docs/decisions/0033):
 
 - each term's IDF, and how common it is, come from ``vocabulary`` (one index lookup per term),
   never from counting its posting list;
-- a query whose terms hold more than :data:`fts_match.FULL_QUERY_POSTINGS` postings takes its
+- a query whose terms hold more than :data:`lexical_bound.FULL_QUERY_POSTINGS` postings takes its
   candidates from the chunks holding its rarest terms, chosen by the SQLite store's own rule
-  (:func:`fts_match.rare_terms`, its budget and counts), and scores exactly those chunks on the
+  (:func:`lexical_bound.rare_terms`, its budget and counts), and scores exactly those chunks on the
   query's other terms by index lookups of (term, chunk); when that yields fewer than ``limit``
   chunks, the full query runs, as in SQLite (docs/decisions/0016).
 
@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kbseek.store import fts_match
+from kbseek.store import lexical_bound
 from kbseek.store.conventions import BM25_WEIGHTS
 from kbseek.store.postgres.pool import Conn
-from kbseek.store.sqlite import store as sqlite_store
 
 __all__ = ["BM25_B", "BM25_K1", "candidates", "document_frequencies"]
 
@@ -122,10 +121,10 @@ def candidates(
         "k1": BM25_K1, "b": BM25_B, "limit": None if limit < 0 else limit,
     }  # fmt: skip
     join = (FILTER_JOIN + " WHERE " + " AND ".join(filters)) if filters else ""
-    budget = sqlite_store.LEXICAL_POSTINGS_BUDGET
+    budget = lexical_bound.LEXICAL_POSTINGS_BUDGET
     if budget is not None:
         df, total = _counts(conn, terms)
-        rare = fts_match.rare_terms(capped_counts(terms, df, budget), budget, least=limit)
+        rare = lexical_bound.rare_terms(capped_counts(terms, df, budget), budget, least=limit)
         if rare is not None:
             rows = _run(
                 conn,
@@ -140,15 +139,15 @@ def candidates(
 
 
 def capped_counts(terms: Sequence[str], df: Mapping[str, int], budget: int) -> dict[str, int]:
-    """Each distinct term's count of chunks as the SQLite store counts it for :func:`fts_match.rare_terms`.
+    """Each distinct term's count of chunks as the SQLite store counts it for :func:`lexical_bound.rare_terms`.
 
-    SQLite stops counting a term at what is left of :data:`fts_match.FULL_QUERY_POSTINGS` (never
+    SQLite stops counting a term at what is left of :data:`lexical_bound.FULL_QUERY_POSTINGS` (never
     below ``budget + 1``), so that a common term costs no more than the cap
     (``SqliteStore._postings``). Capping the exact counts the same way makes both backends take the
     same rare terms, ties among capped terms included.
     """
     out: dict[str, int] = {}
-    left = fts_match.FULL_QUERY_POSTINGS + 1
+    left = lexical_bound.FULL_QUERY_POSTINGS + 1
     for term in dict.fromkeys(terms):
         out[term] = min(df.get(term, 0), max(left, budget + 1))
         left -= out[term]
@@ -163,7 +162,7 @@ def weighty(terms: Sequence[str], rare: Sequence[str], df: Mapping[str, int], to
     leaving it out keeps the two backends' scores equal. Here it also spares the lookups of the
     commonest terms in the candidates' postings.
     """
-    share = sqlite_store.NEGLIGIBLE_SHARE
+    share = lexical_bound.NEGLIGIBLE_SHARE
     if share >= 1.0:
         return list(terms)
     keep = set(rare)

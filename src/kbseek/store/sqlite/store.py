@@ -26,9 +26,9 @@ import numpy as np
 
 from kbseek.errors import IndexLocked, KbBug
 from kbseek.filters import NO_FILTERS, SearchFilters
-from kbseek.store import fts_match
+from kbseek.store import lexical_bound
 from kbseek.store.conventions import BM25_WEIGHTS
-from kbseek.store.fts_match import match_expression, rare_terms
+from kbseek.store.lexical_bound import rare_terms
 from kbseek.store.lock import PassLock
 from kbseek.store.nearest import NearestVectors
 from kbseek.store.reader import IndexReader, Row
@@ -37,6 +37,7 @@ from kbseek.store.records import (
     DocumentState,
 )
 from kbseek.store.sqlite.filters import AllowedSet, SqliteFacts, register_functions
+from kbseek.store.sqlite.fts_match import match_expression
 from kbseek.store.sqlite.reads import READS, parameters
 from kbseek.store.sqlite.schema import create_private, is_busy, open_schema
 from kbseek.store.sqlite.writer import SqliteWriter
@@ -54,25 +55,12 @@ ALLOWED_AS_JSON = 20_000
 """Up to this many allowed chunks the full lexical query binds them (``json_each``); above it, it
 reads the best rows overall and keeps the allowed ones first (``_bm25``)."""
 
-LEXICAL_POSTINGS_BUDGET: int | None = 4_000
-"""How many postings the rare terms of a bounded lexical query may hold (docs/decisions/0016).
-
-FTS5 scores every row that holds any OR-ed term, so a query with ``the`` or ``of`` in it costs
-as much as the collection is large. A query whose terms hold more than :data:`fts_match.FULL_QUERY_POSTINGS`
-postings between them finds its candidates among the chunks holding its rarest terms (together at
-most this many postings) and scores those on every term, exactly as the full query would. ``None``
-switches the bound off (the benchmark's baseline)."""
 
 DF_CACHE_SECONDS = 60.0
 """How long a term's document frequency is reused. ``chunks_vocab`` counts a term by reading its
 whole posting list (about 20 ms a query at 140k chunks, half the lexical leg), and coverage only
 weighs terms by rarity, which a minute of edits barely moves."""
 DF_CACHE_TERMS = 100_000
-
-NEGLIGIBLE_SHARE = 0.5
-"""A term held by at least this share of the chunks is left out of a bounded query's score
-(``SqliteStore._weighty``): FTS5's BM25 gives such a term an IDF of 1e-6, so leaving it out moves
-no score by more than that. 1.0 keeps every term."""
 
 
 class SqliteStore(IndexReader, SqliteFacts):
@@ -269,7 +257,7 @@ class SqliteStore(IndexReader, SqliteFacts):
         allowed = self._allowed(filters)
         if allowed is not None and not allowed.rowids:
             return []
-        budget = LEXICAL_POSTINGS_BUDGET
+        budget = lexical_bound.LEXICAL_POSTINGS_BUDGET
         rare = None if budget is None else rare_terms(self._postings(terms, budget), budget, least=limit)
         if rare is not None:
             scored = self._weighty(terms, rare)
@@ -290,23 +278,23 @@ class SqliteStore(IndexReader, SqliteFacts):
         out (docs/decisions/0016). The counts may be a minute old, which only matters for a term
         crossing the half in that minute, where its IDF is near zero anyway.
         """
-        if NEGLIGIBLE_SHARE >= 1.0:
+        if lexical_bound.NEGLIGIBLE_SHARE >= 1.0:
             return list(terms)
         _, total = self.counts()
         df = self.document_frequencies(terms)
         keep = set(rare)
-        return [t for t in terms if t in keep or df.get(t, 0) < NEGLIGIBLE_SHARE * total]
+        return [t for t in terms if t in keep or df.get(t, 0) < lexical_bound.NEGLIGIBLE_SHARE * total]
 
     def _postings(self, terms: Sequence[str], budget: int) -> dict[str, int]:
         """How many chunks hold each term, counted only as far as :func:`rare_terms` needs.
 
         Each count stops at a cap, so the cost is bounded however common the term (``chunks_vocab``
         would read a common term's whole posting list for its exact count). The cap is what is left
-        of :data:`fts_match.FULL_QUERY_POSTINGS` (so the counts add up to at most that exactly when the true
+        of :data:`lexical_bound.FULL_QUERY_POSTINGS` (so the counts add up to at most that exactly when the true
         ones do), and never below ``budget + 1`` (so a count within ``budget`` is exact).
         """
         out: dict[str, int] = {}
-        left = fts_match.FULL_QUERY_POSTINGS + 1
+        left = lexical_bound.FULL_QUERY_POSTINGS + 1
         sql = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
         for term in dict.fromkeys(terms):
             expression = match_expression([term])
@@ -360,7 +348,7 @@ class SqliteStore(IndexReader, SqliteFacts):
             return self._best_scored(plain, [expression], limit)
         if len(allowed.rowids) > ALLOWED_AS_JSON:
             _, total = self.counts()
-            wider = min(limit * 2 * -(-total // len(allowed.rowids)), fts_match.FULL_QUERY_POSTINGS)
+            wider = min(limit * 2 * -(-total // len(allowed.rowids)), lexical_bound.FULL_QUERY_POSTINGS)
             best = self._best_scored(plain, [expression], wider)
             kept = [row for row in best if row[0] in allowed.rowids]
             if len(kept) >= limit or len(best) < wider:

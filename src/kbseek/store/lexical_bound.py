@@ -1,33 +1,33 @@
-"""FTS5 MATCH expressions for the lexical leg, and which terms a bounded query MATCHes.
+"""Which terms a bounded keyword query MATCHes (docs/decisions/0016), the same in both backends.
 
-Pure functions over terms and posting counts, kept apart from the store that runs them so that the
-quoting rule (T7) and the bound (docs/decisions/0016) can be read and tested on their own.
+Pure functions and constants over terms and posting counts, kept apart from the stores that run
+them so that the bound can be read and tested on its own, and so that PostgreSQL's postings bound
+a query exactly as SQLite's FTS5 does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-__all__ = ["FULL_QUERY_POSTINGS", "match_expression", "rare_terms"]
+__all__ = ["FULL_QUERY_POSTINGS", "LEXICAL_POSTINGS_BUDGET", "NEGLIGIBLE_SHARE", "rare_terms"]
 
 FULL_QUERY_POSTINGS = 20_000
 """Up to this many postings in all, the full OR query is cheap (a few ms) and runs as it is, so a
 small knowledge base ranks exactly as before the bound."""
 
+LEXICAL_POSTINGS_BUDGET: int | None = 4_000
+"""How many postings the rare terms of a bounded lexical query may hold (docs/decisions/0016).
 
-def match_expression(terms: Sequence[str]) -> str | None:
-    """The FTS5 MATCH expression that ORs ``terms`` together; ``None`` for no terms.
+FTS5 scores every row that holds any OR-ed term, so a query with ``the`` or ``of`` in it costs
+as much as the collection is large. A query whose terms hold more than :data:`FULL_QUERY_POSTINGS`
+postings between them finds its candidates among the chunks holding its rarest terms (together at
+most this many postings) and scores those on every term, exactly as the full query would. ``None``
+switches the bound off (the benchmark's baseline)."""
 
-    Each term is an FTS5 string literal: inside quotes every character is literal text, so
-    ``-``, ``:``, ``"``, ``*``, ``AND``/``NOT``/``NEAR`` never change the query's meaning or raise
-    a syntax error (T7). The one character a literal cannot hold, NUL, ends FTS5's string early;
-    the tokenizer separates words at it anyway, so it becomes a space. (The analyzer never emits
-    one; the protocol promises that no term at all can make the engine raise.) OR rather than AND
-    because agents ask in sentences; BM25 still ranks chunks that hold more (and rarer) terms first.
-    """
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""').replace("\x00", " ") + '"' for term in terms)
+NEGLIGIBLE_SHARE = 0.5
+"""A term held by at least this share of the chunks is left out of a bounded query's score
+(``SqliteStore._weighty``, ``postgres.lexical``): FTS5's BM25 gives such a term an IDF of 1e-6,
+so leaving it out moves no score by more than that. 1.0 keeps every term."""
 
 
 def rare_terms(postings: Mapping[str, int], budget: int, *, least: int = 1) -> tuple[str, ...] | None:
