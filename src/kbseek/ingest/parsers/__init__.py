@@ -3,7 +3,7 @@
 A parser turns the raw bytes of one file into the text kbseek serves
 (``decode``) and into a :class:`~kbseek.documents.ParsedDocument` with chunks
 (``parse``). Adding a format is adding a module that defines one parser and
-one line in ``_BUILTIN`` below; nothing else in the pipeline knows formats.
+one line in ``_builtin()`` below; nothing else in the pipeline knows formats.
 """
 
 from __future__ import annotations
@@ -35,23 +35,18 @@ class Parser(Protocol):
         """Split decoded text into metadata and chunks whose offsets slice ``text``."""
         ...
 
-    # Optional, found with getattr (:func:`raw_size_limit`), so a parser without it needs no change:
-    #
-    #     def raw_size_limit(self, max_file_bytes: int) -> int:
-    #         """The bytes of a raw file this parser reads at most, for the configured max_file_bytes."""
-    #
-    # For a format whose file holds much that is thrown away (a notebook's outputs), the raw file may be
-    # larger than max_file_bytes; ``decode`` then raises ``Unreadable(Reason.TOO_LARGE, …)`` if what it
-    # keeps is still over it.
+    def raw_size_limit(self, max_file_bytes: int) -> int:
+        """The bytes of a raw file this parser reads at most, for the configured ``max_file_bytes``:
+        ``max_file_bytes`` itself for most formats. For a format whose file holds much that is thrown
+        away (a notebook's outputs) the raw file may be larger; ``decode`` then raises
+        ``Unreadable(Reason.TOO_LARGE, …)`` if what it keeps is still over ``max_file_bytes``."""
+        ...
 
 
-def raw_size_limit(parser: object, max_file_bytes: int) -> int:
-    """The size over which the scan and every read refuse a raw file for ``parser``: its own
-    ``raw_size_limit(max_file_bytes)`` when it has one, else ``max_file_bytes``."""
-    hook = getattr(parser, "raw_size_limit", None)
-    if not callable(hook):
-        return max_file_bytes
-    limit = hook(max_file_bytes)
+def raw_size_limit(parser: Parser, max_file_bytes: int) -> int:
+    """The size over which the scan and every read refuse a raw file for ``parser``; a parser's
+    answer that is no size (negative, not an integer) counts as ``max_file_bytes``."""
+    limit = parser.raw_size_limit(max_file_bytes)
     return limit if isinstance(limit, int) and limit >= 0 else max_file_bytes
 
 

@@ -238,6 +238,10 @@ class ConvertedParser:
     """Headings of the sections a converter appends after the body (Word's footnotes, endnotes and
     comments): never the title, which a document without headings of its own takes from its name."""
 
+    def raw_size_limit(self, max_file_bytes: int) -> int:
+        """What this format keeps is its whole file, so the file is held to ``max_file_bytes``."""
+        return max_file_bytes
+
     def __init__(self) -> None:
         self._markdown = MarkdownParser()
 

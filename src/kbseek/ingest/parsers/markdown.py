@@ -72,6 +72,10 @@ class MarkdownParser:
     extensions: tuple[str, ...] = (".md", ".markdown", ".mdx")
     media_type = "text/markdown"
 
+    def raw_size_limit(self, max_file_bytes: int) -> int:
+        """What this format keeps is its whole file, so the file is held to ``max_file_bytes``."""
+        return max_file_bytes
+
     def __init__(self) -> None:
         self._md = MarkdownIt("commonmark").enable("table").disable("inline")
         self._md.block.ruler.at("table", _table_outline, {"alt": ["paragraph", "reference"]})

@@ -130,6 +130,10 @@ class PdfParser:
     extensions: tuple[str, ...] = (".pdf",)
     media_type = "text/plain"  # what is served is the extracted text, never the PDF bytes
 
+    def raw_size_limit(self, max_file_bytes: int) -> int:
+        """What this format keeps is its whole file, so the file is held to ``max_file_bytes``."""
+        return max_file_bytes
+
     def __init__(
         self,
         *,

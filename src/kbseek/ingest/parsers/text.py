@@ -189,6 +189,10 @@ class TextParser:
     extensions: tuple[str, ...] = (".txt",)
     media_type = "text/plain"
 
+    def raw_size_limit(self, max_file_bytes: int) -> int:
+        """What this format keeps is its whole file, so the file is held to ``max_file_bytes``."""
+        return max_file_bytes
+
     def decode(self, raw: bytes) -> str:
         return decode_text(raw)
 
