@@ -10,6 +10,12 @@ losing the database raises :class:`~kbseek.errors.StoreUnavailable`, which every
 "try again shortly". The pool keeps trying in the background, and each read that finds it empty
 starts a new attempt, so the first reads after the database is back succeed without reopening the
 store.
+
+Only psycopg_pool's public API is used: the pool is ``ConnectionPool`` itself, given its
+``connection_class`` (a :class:`~kbseek.store.postgres.deadline.BoundedConnection` that writes
+down why connecting failed, :class:`_Attempts`), ``kwargs`` (libpq's bounds) and its ``configure``,
+``check`` and ``reconnect_failed`` callbacks; ``tests/unit/test_postgres_deadline.py`` fails should
+it be subclassed (its private ``_connect`` was overridden) again.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -30,7 +36,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
-from kbseek.store.postgres.deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy
+from kbseek.store.postgres.deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy, deadlines
 
 __all__ = [
     "BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "no_jit", "setup_connection",
@@ -139,20 +145,27 @@ def bounded_options(url: str) -> dict[str, Any]:
     return {key: value for key, value in BOUNDS.items() if key not in given}
 
 
-class _Pool(ConnectionPool[Conn]):
-    """psycopg_pool's pool, remembering why its last attempt to connect failed, so the error a
-    reader gets says "connection refused" or "timeout expired" rather than only that it waited."""
+class _Attempts:
+    """Why the pool's last attempt to connect failed (``None``: it succeeded), so the error a reader
+    gets says "connection refused" or "timeout expired" rather than only that it waited."""
 
     last_failure: str | None = None
 
-    def _connect(self, timeout: float | None = None) -> Conn:
-        try:
-            conn = super()._connect(timeout)
-        except psycopg.Error as exc:
-            self.last_failure = _cause(exc)
-            raise
-        self.last_failure = None
-        return conn
+
+def _recording(attempts: _Attempts) -> type[BoundedConnection]:
+    """The pool's ``connection_class``: a :class:`BoundedConnection` whose failures to connect are
+    written down in ``attempts`` (one class per pool, so two stores never read each other's)."""
+
+    class PooledConnection(BoundedConnection):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            try:
+                return super().connect(conninfo, **kwargs)
+            except psycopg.Error as exc:
+                attempts.last_failure = _cause(exc)
+                raise
+
+    return PooledConnection
 
 
 class Connections:
@@ -174,17 +187,18 @@ class Connections:
         self._last_cause = "no answer"
         self._down = threading.Event()
         """Set while the database is known to be gone: the last loan failed for that, none succeeded since."""
+        self._attempts = _Attempts()
 
-        self._pool = _Pool(
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
             min_size=1,
             max_size=max_size,
             kwargs=self._options,
-            configure=self._configure,
+            configure=self._configure_pooled,
             # A server restart or a dropped network leaves dead connections in the pool; checked
             # before each loan (one round trip), they are replaced instead of failing a search.
             check=self._check,
-            connection_class=BoundedConnection,
+            connection_class=_recording(self._attempts),
             name=f"kbseek-{search_path[0]}",
             reconnect_timeout=RECONNECT_SECONDS,
             reconnect_failed=self._gave_up,
@@ -251,7 +265,7 @@ class Connections:
                     return self._own_connection(), False
                 if time.monotonic() < deadline:
                     continue
-                cause = self._pool.last_failure
+                cause = self._attempts.last_failure
                 if cause is None:
                     busy = time.monotonic() - started
                     raise self._unavailable(f"every connection stayed busy for {busy:.1f} s") from exc
@@ -280,19 +294,14 @@ class Connections:
         """psycopg_pool's check of a pooled connection, within :data:`CHECK` rather than a read's
         bound: on a server that stopped answering, the check is what waits. One that got no answer
         marks the database gone, so the loans waiting for the pool stop waiting."""
-        if not isinstance(conn, BoundedConnection):
-            ConnectionPool.check_connection(conn)
-            return
-        before, conn.client_bound = conn.client_bound, CHECK.client
         try:
-            ConnectionPool.check_connection(conn)
+            with deadlines.watching(conn, CHECK.client):
+                ConnectionPool.check_connection(conn)
         except psycopg.Error:
-            if conn.was_cut:
+            if getattr(conn, "was_cut", False):
                 self._last_cause = f"no answer within {CHECK.client:g} s"
                 self._down.set()
             raise
-        finally:
-            conn.client_bound = before
 
     def _connect(self) -> Conn:
         conn = BoundedConnection.connect(self._url, **self._options)
@@ -303,11 +312,23 @@ class Connections:
             raise
         return conn
 
+    def _configure_pooled(self, conn: Conn) -> None:
+        """psycopg_pool's ``configure``: a connection the pool made, which counts as a success of
+        its attempts only once it is set up (see :class:`_Attempts`)."""
+        try:
+            self._configure(conn)
+        except psycopg.Error as exc:
+            self._attempts.last_failure = _cause(exc)
+            raise
+        self._attempts.last_failure = None
+
     def _configure(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(*map(sql.Identifier, self._search_path)))
         no_jit(conn)
         _apply(conn, READ)
-        register_vector(conn)
+        # pgvector reads its types through psycopg's TypeInfo.fetch, on a cursor of its own.
+        with deadlines.watching(conn, READ.client):
+            register_vector(conn)
 
     def _unavailable(self, cause: str, *, lost: bool = False) -> StoreUnavailable:
         what = "stopped answering" if lost else "cannot be reached"
@@ -319,7 +340,7 @@ class Connections:
     def _gave_up(self, pool: ConnectionPool[Conn]) -> None:
         log.warning(
             "the index database %s has not answered for %.0f s (%s); kbseek tries again at the next request",
-            self._location, RECONNECT_SECONDS, self._pool.last_failure or "no reason given",
+            self._location, RECONNECT_SECONDS, self._attempts.last_failure or "no reason given",
         )  # fmt: skip
 
     def close(self) -> None:
