@@ -86,6 +86,9 @@ class PostgresPassLock:
         self._kept: Conn | None = None
         self._guard = threading.Lock()
         """Serialises taking, checking and dropping the kept connection (the pass thread and ``close``)."""
+        self._keeping = False
+        """Between :meth:`keep` and :meth:`release`: the lock is kept between passes (and taken again
+        before the next pass if its connection was lost)."""
         self.replaced: WriterRecord | None = None
         """The source this writer took the knowledge base over from (``--take-over``), once it has."""
 
@@ -123,8 +126,6 @@ class PostgresPassLock:
             _close(conn)
 
     # -- a serving writer's lock -------------------------------------------------------------------
-
-    _keeping = False
 
     def keep(self, *, take_over: bool = False) -> None:
         """Hold the lock until :meth:`release`: a serving writer takes it at its start, so another
@@ -220,18 +221,27 @@ class PostgresPassLock:
         return conn
 
     def _holder(self, conn: Conn) -> str:
+        """Who holds the lock, seen from ``conn`` (which does not): "" when nobody does.
+
+        The knowledge base's record of its writer outlives the writer (a pass that ended, a writer
+        that crashed), so it names the holder only while some other session holds the lock, and
+        only when that session's name (when PostgreSQL shows it to this user) does not say it is
+        another process than the recorded one.
+        """
         row = conn.execute(
-            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            "SELECT l.pid, a.application_name FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s"
-            " AND l.objsubid = 2 AND l.pid <> pg_backend_pid()",
+            " AND l.objsubid = 2 AND l.pid <> pg_backend_pid() LIMIT 1",
             self._key,
         ).fetchone()
-        seen = str(row[0]) if row is not None and row[0] else ""
+        if row is None:
+            return ""
+        seen = str(row[1]) if row[1] else ""
         recorded = _record(conn)
-        if recorded is None:
+        if recorded is None or not _may_be(seen, recorded):
             return seen
-        # The holder records itself as it takes the lock; its connection's name says the same pid and
-        # host when PostgreSQL lets this user see other sessions.
+        # The holder records itself as it takes the lock, with its folder, which its session's name
+        # does not say.
         return recorded.describe()
 
 
@@ -291,6 +301,15 @@ def _record(conn: Conn) -> WriterRecord | None:
         str(rows["writer_host"]), str(rows["writer_root"]),
         int(pid) if pid and pid.isdigit() else None, float(since) if since else None,
     )  # fmt: skip
+
+
+def _may_be(seen: str, recorded: WriterRecord) -> bool:
+    """Whether a session named ``seen`` may be the recorded writer: kbseek names its sessions
+    ``kbseek pid <pid> on <host>`` (cut to PostgreSQL's 63 characters); an empty name (hidden from
+    this user) or another application's may be anyone."""
+    if not seen.startswith("kbseek pid ") or recorded.pid is None:
+        return True
+    return seen == f"kbseek pid {recorded.pid} on {recorded.host}"[:63]
 
 
 def _alive(conn: Conn) -> bool:
