@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from kbseek.ingest.indexer import IndexReport
-from kbseek.store.base import Store
+from kbseek.store.base import Lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ PassFollowed = Callable[[IndexReport, bool], None]
 class Follower:
     """A daemon thread that turns another process's committed passes into local pass aftermaths."""
 
-    def __init__(self, store: Store, on_pass: PassFollowed) -> None:
+    def __init__(self, store: Lifecycle, on_pass: PassFollowed) -> None:
         self._store = store
         self._on_pass = on_pass
         self._stop = threading.Event()

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kbseek.search.lexical import term_weight
-from kbseek.store.base import Store
+from kbseek.store.base import KeywordIndex, Store
 from kbseek.text.analyzer import terms as analyze
 from kbseek.text.language import is_japanese
 from kbseek.text.lexicon import lexicon
@@ -66,7 +66,9 @@ def _worth_adding(candidate: tuple[str, ...]) -> bool:
     return len(text) > 1 and not text.isdigit()
 
 
-def bridge_query(store: Store, query: str, *, per_word: int = PER_WORD, max_terms: int = MAX_TERMS) -> Bridge:
+def bridge_query(
+    store: KeywordIndex, query: str, *, per_word: int = PER_WORD, max_terms: int = MAX_TERMS
+) -> Bridge:
     """The bridge for ``query`` over what ``store`` holds; empty when nothing translates into it."""
     own = analyze(query)
     named = {n.term for n in names(query)}

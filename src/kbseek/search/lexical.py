@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 from kbseek.filters import SearchFilters
 from kbseek.search.fts_query import CompiledQuery
-from kbseek.store.base import Store
+from kbseek.store.base import KeywordIndex, Store
 
 
 def lexical_candidates(
-    store: Store,
+    store: KeywordIndex,
     compiled: CompiledQuery,
     *,
     limit: int,
