@@ -24,7 +24,8 @@ from pathlib import Path
 from beir import datasets_dir, load, percentile
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
-from kbseek.facade import shaping
+from kbseek.facade.request import search_request
+from kbseek.search_query import SearchQuery
 
 HERE = Path(__file__).resolve().parent
 FALLBACK = (
@@ -58,21 +59,19 @@ def main() -> None:
         kb.load_semantic()
         if args.index_dir is None:
             kb.index()
-        retrieval, settings = kb.retrieval(), kb.settings
-        legs = {name: retrieval.dense_leg(fusion=name) for name in ("blend", "learned")}
-        if any(leg is None for leg in legs.values()):
+        retrieval = kb.retrieval()
+        legs = {name: retrieval.policy(fusion=name) for name in ("blend", "learned")}
+        dense = retrieval.dense_leg()
+        if dense is None:
             raise SystemExit("the model did not load: the learned ranking needs the dense leg")
         times: dict[str, list[float]] = {name: [] for name in legs}
         asked = questions(args.queries)
         for i, query in enumerate(asked):
-            request = shaping.search_args(settings.limits, query).request(
-                settings.limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
-                bridge_weight=settings.bridge_weight,
-            )  # fmt: skip
+            request = search_request(kb.limits, SearchQuery(query))
             order = list(legs) if i % 2 == 0 else list(reversed(legs))
             for name in order:
                 started = time.perf_counter()
-                retrieval.run(request, legs[name])
+                retrieval.run(request, dense, policy=legs[name])
                 if i >= 5:  # the first few warm the caches
                     times[name].append((time.perf_counter() - started) * 1000)
         summary = kb.summary()

@@ -29,7 +29,7 @@ from kbseek.embed.base import EmbedderSpec
 from kbseek.embed.chunk_vectors import passage_input
 from kbseek.facade.retrieval import Retrieval
 from kbseek.search.fts_query import compile_query
-from kbseek.search.pipeline import DenseLeg, SearchRequest
+from kbseek.search.request import SearchPolicy, SearchRequest
 
 SPLITS = {"scifact": "train", "jsquad-ir": "valid"}
 LATENCY_QUERIES = 200
@@ -88,23 +88,15 @@ def bench(
     queries = list(collection.queries.items())[:max_queries]
     max_terms = settings.limits.max_query_terms
     per_leg: dict[str, list[dict[str, float]]] = {"lexical": [], "dense": [], "hybrid": []}
-    variant_legs = {v: _dense_leg(legs, v) for v in variants}
-    dense_alone = legs.dense_leg(fusion="blend", dense_weight=1.0, matched_weight=1.0)
+    variant_policies = {v: _policy(legs, v) for v in variants}
+    dense_alone = legs.policy(fusion="blend", dense_weight=1.0, matched_weight=1.0)
+    dense_leg = legs.dense_leg()
     per_leg.update({f"hybrid {v}": [] for v in variants})
     flagged = 0
     for qid, text in queries:
         rel = collection.qrels[qid]
-        request = SearchRequest(
-            query=text,
-            limit=100,
-            snippet_chars=0,
-            max_terms=max_terms,
-            max_hits_per_document=1,
-            far_ahead=settings.far_ahead,
-            also_agreement=settings.also_agreement,
-            bridge_weight=settings.bridge_weight,
-        )
-        answered = legs.run(request, legs.dense_leg())
+        request = SearchRequest(query=text, limit=100, snippet_chars=0)
+        answered = legs.run(request, dense_leg)
         hybrid = [doc_id(h.chunk.path) for h in answered.hits]
         flagged += answered.low_confidence  # every BEIR query has an answer: each flag is a false one
         compiled = compile_query(text, max_terms=max_terms)
@@ -112,12 +104,12 @@ def bench(
             [doc_id(rowid_path[r]) for r, _ in legs.store.lexical_candidates(compiled.terms, limit=300)]
         )
         # The dense leg alone as the pipeline runs it (for two models: each read apart, gated by language).
-        dense = [doc_id(h.chunk.path) for h in legs.run(request, dense_alone).hits]
+        dense = [doc_id(h.chunk.path) for h in legs.run(request, dense_leg, policy=dense_alone).hits]
         per_leg["hybrid"].append(metrics(hybrid, rel))
         per_leg["lexical"].append(metrics(lexical, rel))
         per_leg["dense"].append(metrics(dense, rel))
-        for v, leg in variant_legs.items():
-            ranked = [doc_id(h.chunk.path) for h in legs.run(request, leg).hits]
+        for v, policy in variant_policies.items():
+            ranked = [doc_id(h.chunk.path) for h in legs.run(request, dense_leg, policy=policy).hits]
             per_leg[f"hybrid {v}"].append(metrics(ranked, rel))
 
     # Latency: warm hybrid search vs the sum of its parts, on the same queries.
@@ -162,17 +154,14 @@ def bench(
     print(f"| ratio p50 | {percentile(full, 50) / percentile(parts, 50):.2f}× | |")
 
 
-def _dense_leg(legs: Retrieval, variant: str) -> DenseLeg:
+def _policy(legs: Retrieval, variant: str) -> SearchPolicy:
     """``blend:0.6`` (a fixed weight), ``blend:0.8:0.3`` (adaptive: unmatched, matched) or ``rrf``:
     the same pipeline with another fusion, for comparison in one run."""
-    configured = legs.dense_leg()
-    assert configured is not None
+    configured = legs.policy()
     method, *weights = variant.split(":")
     unmatched = float(weights[0]) if weights else configured.dense_weight
     matched = float(weights[1]) if len(weights) > 1 else unmatched
-    leg = legs.dense_leg(fusion=method, dense_weight=unmatched, matched_weight=matched)
-    assert leg is not None
-    return leg
+    return legs.policy(fusion=method, dense_weight=unmatched, matched_weight=matched)
 
 
 def _dedupe(ids: list[str]) -> list[str]:

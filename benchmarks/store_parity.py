@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from devset import ASSEMBLE, FLIPPED, WORK, assemble, questions
 from kbseek import KnowledgeBase
 from kbseek.config import Limits, Settings
 from kbseek.embed.chunk_vectors import passage_input
-from kbseek.search.pipeline import SearchRequest
+from kbseek.search.request import SearchRequest
 from kbseek.text.lexicon import lexicon
 
 
@@ -109,12 +110,10 @@ def compare_beir(name: str, url: str, max_queries: int | None) -> dict[str, Any]
         ranked = {}
         for label, kb in (("sqlite", sqlite), ("postgres", postgres)):
             legs = kb.retrieval()
-            request = SearchRequest(
-                query=text, limit=100, snippet_chars=0, max_terms=kb.limits.max_query_terms,
-                max_hits_per_document=1, far_ahead=kb.settings.far_ahead,
-                also_agreement=kb.settings.also_agreement, bridge_weight=kb.settings.bridge_weight,
-            )  # fmt: skip
-            ranked[label] = [doc_id(h.chunk.path) for h in legs.run(request, legs.dense_leg()).hits]
+            request = SearchRequest(query=text, limit=100, snippet_chars=0)
+            policy = replace(legs.policy(), max_hits_per_document=1)
+            answered = legs.run(request, legs.dense_leg(), policy=policy)
+            ranked[label] = [doc_id(h.chunk.path) for h in answered.hits]
             scores[label].append(ndcg_at(ranked[label], collection.qrels[qid]))
         same += ranked["sqlite"][:5] == ranked["postgres"][:5]
     sqlite.close()

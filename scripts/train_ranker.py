@@ -45,8 +45,9 @@ import beir  # noqa: E402
 import devset  # noqa: E402
 from kbseek import KnowledgeBase  # noqa: E402
 from kbseek.config import Limits, Settings  # noqa: E402
-from kbseek.facade import shaping  # noqa: E402
+from kbseek.facade.request import search_request  # noqa: E402
 from kbseek.search import features  # noqa: E402
+from kbseek.search_query import SearchQuery  # noqa: E402
 
 WORK = ROOT / "benchmarks" / ".work" / "ranker"
 MODEL = ROOT / "src" / "kbseek" / "search" / "ranker.json"
@@ -112,19 +113,14 @@ def _search(
     kb: KnowledgeBase, recorder: Recorder, query: str, also: Sequence[str]
 ) -> tuple[list[str], np.ndarray]:
     retrieval = kb.retrieval()
-    settings = kb.settings
-    leg = retrieval.dense_leg(fusion="blend")
+    limits = kb.limits
+    leg = retrieval.dense_leg()
     if leg is None:
         raise SystemExit("the dense leg did not load: the learned ranking is trained with the default model")
-    args = shaping.search_args(
-        settings.limits, query, limit=10, snippet_chars=0, also=list(also)[: settings.limits.max_also]
-    )
-    request = args.request(
-        settings.limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
-        bridge_weight=settings.bridge_weight,
-    )  # fmt: skip
+    asked = SearchQuery(query, limit=10, snippet_chars=0, also=list(also)[: limits.max_also])
+    request = search_request(limits, asked)
     recorder.last = None
-    retrieval.run(request, replace(leg, ranker=recorder))
+    retrieval.run(request, leg, policy=replace(retrieval.policy(fusion="blend"), ranker=recorder))
     if recorder.last is None:  # nothing ranked (no searchable words)
         return [], np.zeros((0, len(features.FEATURES)))
     return recorder.last

@@ -69,6 +69,7 @@ from kbseek.responses import (
     Topic,
     TopicsResponse,
 )
+from kbseek.search_query import SearchQuery
 
 __version__ = "0.1.0"
 
@@ -109,6 +110,7 @@ __all__ = [
     "RelatedHit",
     "RelatedResponse",
     "SearchHit",
+    "SearchQuery",
     "SearchResponse",
     "ServiceError",
     "Settings",

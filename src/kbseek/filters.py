@@ -119,6 +119,11 @@ class FieldCondition:
         return f"{self.field} in ({', '.join(self.values)})"
 
 
+_DESCRIBED_FIRST = ("path_prefix", "path_globs", "types", "tags", "tags_any", "after", "before")
+"""The order a note names the filters in (where they narrow, then what, then when); a filter not
+listed is named after them, and the ``where`` conditions last."""
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """The conditions a hit's document must meet, AND-ed; the default narrows nothing.
@@ -147,7 +152,8 @@ class SearchFilters:
     def describe(self) -> str:
         """The filters as a person would read them back, for a note that names what matched nothing."""
         parts: list[str] = []
-        for name in ("path_prefix", "path_globs", "types", "tags", "tags_any", "after", "before"):
+        named = [f.name for f in fields(self) if f.name not in (*_DESCRIBED_FIRST, "where")]
+        for name in (*_DESCRIBED_FIRST, *named):
             value = getattr(self, name)
             if value:
                 parts.append(f"{name}={value if isinstance(value, str) else ', '.join(value)}")
@@ -182,6 +188,14 @@ class Filters:
     after: str | date | None = None
     before: str | date | None = None
     where: Mapping[str, Any] | None = None
+
+    def read(
+        self, *, path_prefix: str | None, known_types: Sequence[str] = (), today: date | None = None
+    ) -> SearchFilters:
+        """These filters checked once (:func:`parse_filters`), with ``path_prefix`` as the caller has
+        cleaned it (a path is read against the root, which this module does not know)."""
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        return parse_filters(**{**given, "path_prefix": path_prefix}, known_types=known_types, today=today)
 
 
 def parse_filters(

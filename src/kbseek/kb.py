@@ -18,6 +18,8 @@ from kbseek.facade.catalog import Catalog, ResourceText
 from kbseek.facade.live_config import LiveConfig, PathArg
 from kbseek.facade.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.facade.related import Related
+from kbseek.facade.request import search_request
+from kbseek.facade.response_cap import Measure, fit_search, json_size
 from kbseek.facade.retrieval import Retrieval
 from kbseek.facade.runner import IndexListener, IndexRunner
 from kbseek.facade.semantic import SemanticLeg
@@ -35,6 +37,8 @@ from kbseek.responses import (
     StatusResponse,
     TopicsResponse,
 )
+from kbseek.search.keywords import KeywordScale
+from kbseek.search_query import SearchQuery
 from kbseek.store.base import Store
 
 
@@ -216,29 +220,31 @@ class KnowledgeBase:
     # -- answers -----------------------------------------------------------------------------------
 
     def search(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        filters: Filters | None = None,
-        sort: str = "relevance",
-        snippet_chars: int | None = None,
-        explain: bool = False,
-        also: Sequence[str] = (),
-        scale: Sequence[tuple[float, float]] = (),
-    ) -> SearchResponse:
+        self, query: str | SearchQuery, *, limit: int | None = None, filters: Filters | None = None,
+        sort: str = "relevance", snippet_chars: int | None = None, explain: bool = False,
+        also: Sequence[str] = (), scale: KeywordScale | None = None, measure: Measure | None = json_size,
+    ) -> SearchResponse:  # fmt: skip
         """Ranked hits for a question or keywords in any language, snippets centred on the match, within
         ``filters`` (``kbseek.Filters``); ``sort="newest"``: newest first, and with no query a listing.
         Omitted ``limit``/``snippet_chars`` take today's default; values past the caps are clamped (``notes``).
         ``explain``: each leg's rank and score. ``also``: other phrasings (the other language, keywords, an
-        answer); a chunk ranks by its best, higher if others agree. ``scale``: see ``Library.search``."""
+        answer). ``query`` may be a whole ``SearchQuery``. ``scale``: :meth:`keyword_scale`. ``measure``:
+        how the response is sized against its cap (``None``: not fitted; whoever merges answers fits)."""
+        asked = SearchQuery.of(
+            query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
+            also=also,
+        )  # fmt: skip
         self._semantic.ensure_loaded()
         self._runner.refresh()
-        args = shaping.search_args(
-            self.limits, query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
-            explain=explain, also=also, scale=scale,
-        )  # fmt: skip
-        return self._retrieval.search(args, self.summary)
+        r = self._retrieval.search(search_request(self.limits, asked), self.summary, scale)
+        return r if measure is None else fit_search(r, self.limits.max_response_chars, measure)
+
+    def keyword_scale(self, query: SearchQuery) -> KeywordScale:
+        """This collection's keyword legs for ``query`` and its best match: ``Library.search`` passes each
+        collection its own, sharing the widest (``KeywordScale.sharing``), so each leg runs once (0037)."""
+        self._semantic.ensure_loaded()
+        self._runner.refresh()
+        return self._retrieval.keyword_scale(search_request(self.limits, query))
 
     def fetch(self, chunk_ids: Sequence[str], *, context: int | None = None) -> FetchResponse:
         """The full passages of hits by ``chunk_id``, with ``context`` neighbouring chunks on each side;

@@ -25,6 +25,7 @@ from kbseek.config import build_settings, load_config_file
 from kbseek.embed.base import Embedder
 from kbseek.errors import ConfigError, InvalidArgument, UnknownField
 from kbseek.facade import shaping
+from kbseek.facade.response_cap import Measure, fit_search, json_size
 from kbseek.filters import Filters
 from kbseek.kb import KnowledgeBase
 from kbseek.responses import (
@@ -36,6 +37,8 @@ from kbseek.responses import (
     StatusResponse,
     TopicsResponse,
 )
+from kbseek.search.keywords import KeywordScale, widest
+from kbseek.search_query import SearchQuery
 from kbseek.uris import COLLECTION_NAME, document_uri, topic_uri
 
 KbArg = str | Sequence[str] | None
@@ -155,63 +158,55 @@ class Library:
     # -- answers -----------------------------------------------------------------------------------
 
     def search(
-        self,
-        query: str,
-        *,
-        kb: KbArg = None,
-        limit: int | None = None,
-        filters: Filters | None = None,
-        sort: str = "relevance",
-        snippet_chars: int | None = None,
-        explain: bool = False,
-        also: Sequence[str] = (),
-    ) -> SearchResponse:
+        self, query: str | SearchQuery, *, kb: KbArg = None, limit: int | None = None,
+        filters: Filters | None = None, sort: str = "relevance", snippet_chars: int | None = None,
+        explain: bool = False, also: Sequence[str] = (), measure: Measure | None = json_size,
+    ) -> SearchResponse:  # fmt: skip
         """One ranking over the chosen collections (all by default), merged by fused score (0037).
 
         Each collection's keyword leg is normalised by the best keyword match over all the chosen
         ones, as one index holding them all would be, so that a weak match in one collection does
-        not score as that collection's best (``SearchRequest.scale``)."""
+        not score as that collection's best (``KnowledgeBase.keyword_scale``). The merged answer is
+        fitted once, at the default collection's response cap, as ``measure`` sizes it."""
+        asked = SearchQuery.of(
+            query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
+            also=also,
+        )  # fmt: skip
         names = self.pick(kb)
-        scale = self._shared_scale(names, query, filters=filters, also=also) if query.strip() else ()
+        scales = self._keyword_scales(names, asked) if not asked.blank else {}
+        shared = widest(list(scales.values()))
         answers: dict[str, SearchResponse] = {}
         unknown: UnknownField | None = None
         for name in names:
+            own = scales.get(name)
             try:
                 answers[name] = self._kbs[name].search(
-                    query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
-                    explain=explain, also=also, scale=scale,
-                )  # fmt: skip
+                    asked, scale=own.sharing(shared) if own is not None else None, measure=None
+                )
             except UnknownField as exc:  # a collection without the field holds no document with it
                 if len(names) == 1:
                     raise
                 unknown = exc
         if not answers and unknown is not None:
             raise unknown
-        if not self.several:
-            return answers[names[0]]
-        first = self._kbs[names[0]]
-        wanted = shaping.clamp("limit", limit, first.limits.default_limit, 1, first.limits.max_limit, [])
-        return merge_searches(answers, wanted, newest=sort == "newest")
+        if self.several:
+            first = self._kbs[names[0]]
+            wanted = shaping.clamp(
+                "limit", asked.limit, first.limits.default_limit, 1, first.limits.max_limit, []
+            )
+            merged = merge_searches(answers, wanted, newest=asked.sort == "newest")
+        else:
+            merged = answers[names[0]]
+        if measure is None:
+            return merged
+        return fit_search(merged, self._kbs[self.default].limits.max_response_chars, measure)
 
-    def _shared_scale(
-        self,
-        names: Sequence[str],
-        query: str,
-        *,
-        filters: Filters | None,
-        also: Sequence[str],
-    ) -> tuple[tuple[float, float], ...]:
-        """The largest best-BM25 and best-coverage per phrasing over ``names``; empty for one collection."""
+    def _keyword_scales(self, names: Sequence[str], asked: SearchQuery) -> dict[str, KeywordScale]:
+        """Each collection's keyword legs and best match for ``asked``; none for one collection, whose
+        keyword leg is normalised by its own best."""
         if len(names) < 2:
-            return ()
-        scales = []
-        for name in names:
-            kb = self._kbs[name]
-            args = shaping.search_args(kb.limits, query, filters=filters, also=also)
-            scales.append(kb.retrieval().lexical_scale(args))
-        return tuple(
-            (max(s[i][0] for s in scales), max(s[i][1] for s in scales)) for i in range(len(scales[0]))
-        )
+            return {}
+        return {name: self._kbs[name].keyword_scale(asked) for name in names}
 
     def fetch(
         self, chunk_ids: Sequence[str], *, context: int | None = None, kb: KbArg = None

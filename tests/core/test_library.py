@@ -4,6 +4,7 @@ over several, and the command line's ``--kb`` given twice."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -102,3 +103,26 @@ def test_only_serve_takes_several_knowledge_bases(tmp_path: Path) -> None:
         cli, ["serve", "--kb", str(tmp_path / "a"), "--kb", str(tmp_path / "b"), "--index-dir", str(tmp_path)]
     )
     assert served.exit_code == 2 and "--index-dir" in served.output
+
+
+def test_a_search_over_several_runs_each_collections_keyword_legs_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared keyword scale is measured with the legs the search then ranks from: each store is
+    asked for each phrasing's candidates once, not once for the scale and again for the search."""
+    notes = indexed_kb(tmp_path / "notes", {"misc.md": "# Misc\n\nrotate the tyres every spring\n"})
+    docs = indexed_kb(tmp_path / "docs", {"keys.md": "# Keys\n\nrotate the signing key with keyctl\n"})
+    asked: dict[str, int] = {}
+    for name, kb in (("notes", notes), ("docs", docs)):
+
+        def counting(
+            terms: Any, *, _name: str = name, _ask: Any = kb.store.lexical_candidates, **kw: Any
+        ) -> Any:
+            asked[_name] = asked.get(_name, 0) + 1
+            return _ask(terms, **kw)
+
+        monkeypatch.setattr(kb.store, "lexical_candidates", counting)
+    with Library({"notes": notes, "docs": docs}) as lib:
+        both = lib.search("rotate the signing key", also=["keyctl rotation"])
+        assert asked == {"notes": 2, "docs": 2}
+        assert both.hits[0].kb == "docs"

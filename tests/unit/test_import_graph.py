@@ -39,8 +39,9 @@ import kbseek
 PACKAGE_DIR = Path(kbseek.__file__).resolve().parent
 
 MAX_MODULE_LINES = 600
-MAX_FACADE_LINES = 300
-"""``kb.py`` is a thin facade: its methods delegate, so it stays under this many lines."""
+MAX_FACADE_LINES = 320
+"""``kb.py`` is a thin facade: its methods delegate, so it stays under this many lines (300 until
+``keyword_scale`` joined the public API; docs/development.md)."""
 
 
 def _package(name: str) -> tuple[str, str]:
@@ -51,7 +52,7 @@ def _package(name: str) -> tuple[str, str]:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "kbseek.errors", "kbseek.documents", "kbseek.uris", "kbseek.progress", "kbseek.remote", "kbseek.filters",
-        "kbseek.dates", "kbseek.globs", "kbseek.numbers", "kbseek.folding",
+        "kbseek.dates", "kbseek.globs", "kbseek.numbers", "kbseek.folding", "kbseek.search_query",
         *_package("kbseek.text"),
     )),
     ("domain", (

@@ -12,18 +12,17 @@ from pathlib import Path
 import pytest
 
 from kbseek.config import Limits
+from kbseek.facade.request import search_request
 from kbseek.facade.response_cap import fit_search
 from kbseek.facade.semantic import SemanticState
 from kbseek.facade.shaping import (
     FoundRun,
-    SearchArgs,
     clamp,
     document_response,
     empty_explanation,
     fetch_args,
     fetch_response,
     resource_text,
-    search_args,
     search_response,
     semantic_for_search,
     topics_response,
@@ -36,6 +35,8 @@ from kbseek.search.fts_query import CompiledQuery
 from kbseek.search.fusion import Fused
 from kbseek.search.passages import JoinedText
 from kbseek.search.pipeline import PipelineResult, RankedHit
+from kbseek.search.request import SearchRequest
+from kbseek.search_query import SearchQuery
 from kbseek.store.records import ChunkRow
 from kbseek.text.plurals import counted
 from kbseek.text.snippets import Snippet
@@ -70,7 +71,7 @@ def result(hits: list[RankedHit], *, terms: tuple[str, ...] = ("rollback",), **f
 
 def shaped(hits: list[RankedHit]) -> SearchResponse:
     return search_response(
-        search_args(LIMITS, "rollback"), result(hits), limits=LIMITS, servable={"runbooks/deploy.md"},
+        search_request(LIMITS, SearchQuery("rollback")), result(hits), limits=LIMITS, servable={"runbooks/deploy.md"},
         semantic=SemanticState.OFF, semantic_error=None, summary=INDEXED, extensions={".md", ".txt"},
     )  # fmt: skip
 
@@ -81,18 +82,20 @@ def test_a_clamped_argument_is_said_in_the_notes_and_an_omitted_one_takes_the_de
     assert clamp("limit", 0, 8, 1, 50, notes) == 1
     assert clamp("limit", 99, 8, 1, 50, notes) == 50
     assert notes == ["limit=0 was raised to the minimum 1", "limit=99 was clamped to the maximum 50"]
-    args = search_args(
+    args = search_request(
         Limits(default_limit=3),
-        "q",
-        snippet_chars=5,
-        filters=Filters(path_prefix="/runbooks/", tags=[" a ", ""]),
+        SearchQuery(
+            "q",
+            snippet_chars=5,
+            filters=Filters(path_prefix="/runbooks/", tags=[" a ", ""]),
+        ),
     )
     assert (args.limit, args.snippet_chars, args.filters) == (3, 40, SearchFilters("runbooks/", ("a",)))
     assert args.notes == ("snippet_chars=5 was raised to the minimum 40",)
 
 
 def test_a_search_response_has_one_code_per_note_and_uris_only_for_servable_paths() -> None:
-    args = search_args(LIMITS, "rollback", limit=500)
+    args = search_request(LIMITS, SearchQuery("rollback", limit=500))
     other = RankedHit(chunk(2, path="notes/big.pdf"), Snippet("x", 0, 1, (), 0), Fused(2, 0.5), ("Deploy",))
     r = search_response(
         args, result([ranked(1), other], more=True), limits=LIMITS, servable={"runbooks/deploy.md"},
@@ -127,7 +130,7 @@ def test_an_empty_result_says_whether_nothing_matched_or_nothing_is_indexed() ->
     )
     assert "no searchable words" in empty_explanation(INDEXED, True, NO_FILTERS, {".md"})
     r = search_response(
-        search_args(LIMITS, "- :"), result([], terms=()), limits=LIMITS, servable=set(),
+        search_request(LIMITS, SearchQuery("- :")), result([], terms=()), limits=LIMITS, servable=set(),
         semantic=SemanticState.OFF, semantic_error=None, summary=INDEXED, extensions={".md"},
     )  # fmt: skip
     assert r.legs.lexical == "no_terms" and r.note_codes == ["empty"]
@@ -284,27 +287,37 @@ def test_status_notes_say_what_to_run_and_what_is_wrong() -> None:
 def test_weak_hits_without_alternatives_suggest_the_question_in_the_other_language(
     query: str, other: str
 ) -> None:
-    def respond(args: SearchArgs, hits: list[RankedHit], low: bool, japanese: bool = True) -> SearchResponse:
+    def respond(
+        args: SearchRequest, hits: list[RankedHit], low: bool, japanese: bool = True
+    ) -> SearchResponse:
         return search_response(
             args, result(hits, low=low), limits=LIMITS, servable=set(), semantic=SemanticState.OK,
             semantic_error=None, summary=INDEXED, extensions={".md"},
             holds_japanese=lambda: japanese,
         )  # fmt: skip
 
-    r = respond(search_args(LIMITS, query), [ranked(1)], low=True)
+    r = respond(search_request(LIMITS, SearchQuery(query)), [ranked(1)], low=True)
     assert r.note_codes == ["try_other_language"]
     assert f"may be in {other}" in r.notes[0] and "also=[the question in" in r.notes[0]
-    assert respond(search_args(LIMITS, query, also=["x y"]), [ranked(1)], low=True).note_codes == []
-    assert respond(search_args(LIMITS, query), [ranked(1)], low=False).note_codes == []
-    assert "try_other_language" not in respond(search_args(LIMITS, query), [], low=True).note_codes
+    assert (
+        respond(search_request(LIMITS, SearchQuery(query, also=["x y"])), [ranked(1)], low=True).note_codes
+        == []
+    )
+    assert respond(search_request(LIMITS, SearchQuery(query)), [ranked(1)], low=False).note_codes == []
+    assert (
+        "try_other_language"
+        not in respond(search_request(LIMITS, SearchQuery(query)), [], low=True).note_codes
+    )
     absent = search_response(
-        search_args(LIMITS, query), replace(result([ranked(1)], low=True), absent_names=("Kafka",)),
+        search_request(LIMITS, SearchQuery(query)), replace(result([ranked(1)], low=True), absent_names=("Kafka",)),
         limits=LIMITS, servable=set(), semantic=SemanticState.OK, semantic_error=None, summary=INDEXED,
         extensions={".md"},
     )  # fmt: skip
     assert absent.note_codes == ["absent_names"]  # the absent name explains the weak hits
     # an English-only knowledge base: no Japanese page to miss, so an English query gets no hint
-    english_only = respond(search_args(LIMITS, query), [ranked(1)], low=True, japanese=False).note_codes
+    english_only = respond(
+        search_request(LIMITS, SearchQuery(query)), [ranked(1)], low=True, japanese=False
+    ).note_codes
     assert english_only == ([] if other == "Japanese" else ["try_other_language"])
 
 
@@ -317,7 +330,7 @@ def test_the_knowledge_bases_languages_are_asked_only_when_the_hint_could_be_giv
 
     for low in (False, True):
         search_response(
-            search_args(LIMITS, "rollback"), result([ranked(1)], low=low), limits=LIMITS, servable=set(),
+            search_request(LIMITS, SearchQuery("rollback")), result([ranked(1)], low=low), limits=LIMITS, servable=set(),
             semantic=SemanticState.OK, semantic_error=None, summary=INDEXED, extensions={".md"},
             holds_japanese=holds_japanese,
         )  # fmt: skip

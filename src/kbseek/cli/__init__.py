@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from kbseek import Filters, IndexReport, KnowledgeBase, __version__, render
+from kbseek import Filters, IndexReport, KnowledgeBase, SearchQuery, __version__, render
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
 from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, configure_logging, kb_options, shared_options
@@ -377,8 +377,16 @@ def search(
         path_prefix=path_prefix, tags=tags, tags_any=tags_any, path_globs=globs, types=types, after=after,
         before=before, where=where_from_text(where) or None,
     )  # fmt: skip
-    r = kb.search(query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
-                  also=also)  # fmt: skip
+    asked = SearchQuery(
+        query,
+        also=also,
+        filters=filters,
+        sort=sort,
+        limit=limit,
+        snippet_chars=snippet_chars,
+        explain=explain,
+    )
+    r = kb.search(asked)
     click.echo(r.model_dump_json(indent=2) if as_json else render.search_text(r))
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kbseek.config import RELOADABLE, RESTART_NEEDED, Limits, Settings, SettingsSource
 from kbseek.errors import ConfigError, KbError
 from kbseek.ingest.parsers import Registry
+from kbseek.search import ranker
+from kbseek.search.request import SearchPolicy
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +32,30 @@ PathArg = str | os.PathLike[str]
 
 @dataclass(frozen=True)
 class Active:
-    """The settings in force and the parser registry built from them: replaced together, never apart."""
+    """The settings in force and the parser registry built from them: replaced together, never apart.
+
+    :attr:`policy` is how every search under these settings ranks, built once with them, so a
+    search reads one consistent set of weights and caps even while a reload swaps the settings.
+    """
 
     settings: Settings
     registry: Registry
+    policy: SearchPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "policy", search_policy(self.settings))
+
+
+def search_policy(settings: Settings) -> SearchPolicy:
+    """How searches rank and are bounded under ``settings`` (``[search]``, ``[limits]``)."""
+    limits = settings.limits
+    return SearchPolicy(
+        fusion=settings.fusion, dense_weight=settings.dense_weight, matched_weight=settings.dense_weight_matched,
+        rrf_k=settings.rrf_k, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
+        bridge_weight=settings.bridge_weight, max_terms=limits.max_query_terms,
+        max_hits_per_document=limits.max_hits_per_document, max_limit=limits.max_limit,
+        ranker=ranker.shipped() if settings.fusion == "learned" else None,
+    )  # fmt: skip
 
 
 class LiveConfig:

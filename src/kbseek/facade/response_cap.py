@@ -16,20 +16,24 @@ from kbseek.responses import FetchResponse, Passage, SearchResponse
 from kbseek.text.plurals import counted
 
 
-def _json_size(response: BaseModel) -> int:
+def json_size(response: BaseModel) -> int:
+    """A response's size as its structured result alone is sent: the serialised model."""
     return len(response.model_dump_json())
 
 
-def fit_search(
-    response: SearchResponse, max_chars: int, measure: Callable[[SearchResponse], int] = _json_size
-) -> SearchResponse:
+Measure = Callable[[SearchResponse], int]
+"""How a search response is sized against the cap: as its sender sends it (``json_size`` for the
+structured result alone; a surface that sends a text rendering beside it counts both)."""
+
+
+def fit_search(response: SearchResponse, max_chars: int, measure: Measure = json_size) -> SearchResponse:
     """Drop hits from the end until the response measures at most ``max_chars``, its cut note included (T3).
 
     The note saying the response was cut is part of the response, so each candidate is measured with
     it: fitting the hits first and adding the note after would overshoot the cap by the note's length.
     ``measure`` is the serialised structured result by default; a surface that sends a text
-    rendering beside it measures both (and may fit a response already fitted: its cut note is
-    replaced, not repeated).
+    rendering beside it measures both. A response is fitted once, by whoever sends it; fitted
+    again, its cut note is replaced, not repeated.
     """
     if measure(response) <= max_chars:
         return response
@@ -66,7 +70,7 @@ def _cut_prefix(path: str) -> str:
 
 
 def fit_fetch(
-    response: FetchResponse, max_chars: int, measure: Callable[[FetchResponse], int] = _json_size
+    response: FetchResponse, max_chars: int, measure: Callable[[FetchResponse], int] = json_size
 ) -> FetchResponse:
     """Shorten the passages' text, the last first, to the most that measures at most ``max_chars`` (T3).
 

@@ -15,16 +15,17 @@ from dataclasses import replace
 
 from kbseek.embed.base import Embedder
 from kbseek.errors import EmbedderUnavailable
-from kbseek.facade import filtering, shaping, status
+from kbseek.facade import shaping, status
 from kbseek.facade.catalog import Catalog
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.semantic import SemanticLeg, SemanticState
-from kbseek.filters import SearchFilters
 from kbseek.rerank import RerankSpec, RerankStage
 from kbseek.responses import IndexSummary, SearchResponse
-from kbseek.search import ranker
+from kbseek.search import filtering, ranker
 from kbseek.search.dense import VectorIndex
-from kbseek.search.pipeline import DenseLeg, PipelineResult, SearchRequest, lexical_scale, run_search
+from kbseek.search.keywords import KeywordScale, keyword_scale
+from kbseek.search.pipeline import DenseLeg, PipelineResult, run_search
+from kbseek.search.request import SearchPolicy, SearchRequest
 from kbseek.store.base import Store
 
 
@@ -54,24 +55,26 @@ class Retrieval:
         """The dense index a search uses now (exact or approximate); ``None`` until the model is loaded."""
         return self._semantic.dense if self._semantic.ready else None
 
-    def dense_leg(
+    def policy(
         self,
         *,
         fusion: str | None = None,
         dense_weight: float | None = None,
         matched_weight: float | None = None,
-    ) -> DenseLeg | None:
-        """The dense leg as configured, or with another fusion for a comparison; ``None`` if not loaded."""
-        leg = self._semantic.dense_leg(self._live.settings)
-        if leg is None:
-            return None
+    ) -> SearchPolicy:
+        """The search policy in force, or with another fusion or weights for a comparison."""
+        policy = self._live.active.policy
         if fusion is not None:
-            leg = replace(leg, fusion=fusion, ranker=ranker.shipped() if fusion == "learned" else None)
+            policy = replace(policy, fusion=fusion, ranker=ranker.shipped() if fusion == "learned" else None)
         if dense_weight is not None:
-            leg = replace(leg, dense_weight=dense_weight)
+            policy = replace(policy, dense_weight=dense_weight)
         if matched_weight is not None:
-            leg = replace(leg, matched_weight=matched_weight)
-        return leg
+            policy = replace(policy, matched_weight=matched_weight)
+        return policy
+
+    def dense_leg(self) -> DenseLeg | None:
+        """The dense leg of the model answering now; ``None`` until it is loaded (or with it off)."""
+        return self._semantic.dense_leg(self._live.settings)
 
     def rerank_stage(self, spec: RerankSpec | None = None) -> RerankStage | None:
         """The reranker ``spec`` (by default ``[rerank]`` as configured now) describes, built when first
@@ -89,71 +92,58 @@ class Retrieval:
             return self._rerank[1] if self._rerank is not None else None
 
     def run(
-        self, request: SearchRequest, dense_leg: DenseLeg | None, rerank: RerankStage | None = None
+        self,
+        request: SearchRequest,
+        dense_leg: DenseLeg | None,
+        rerank: RerankStage | None = None,
+        *,
+        policy: SearchPolicy | None = None,
+        keywords: KeywordScale | None = None,
     ) -> PipelineResult:
-        """Rank one request over this index: the lexical leg, the dense leg when one is given, and
-        the reranker when one is (:meth:`rerank_stage`)."""
-        return run_search(self._store, request, dense_leg, rerank)
+        """Answer one request over this index (``pipeline.run_search``) under ``policy`` (the one in
+        force by default): the lexical leg, the dense leg when one is given, and the reranker when
+        one is (:meth:`rerank_stage`)."""
+        policy = policy if policy is not None else self._live.active.policy
+        return run_search(self._store, request, policy, dense_leg, rerank, keywords)
 
-    def _literal_prefix(self, args: shaping.SearchArgs) -> shaping.SearchArgs:
-        """``args`` with the prefix read literally when a document's path starts with it that way."""
-        literal = args.literal_prefix
-        if literal is None or not self._store.filtered_rowids(SearchFilters(path_prefix=literal)):
-            return args
-        return replace(args, filters=replace(args.filters, path_prefix=literal))
+    def keyword_scale(self, request: SearchRequest) -> KeywordScale:
+        """This index's keyword legs for ``request``, run as its search will run them, and the best
+        match they reach (``search.keywords``): several collections searched as one share the best."""
+        active = self._live.active
+        request = filtering.literal_prefix(self._store, request)
+        dense = self._semantic.dense_leg(active.settings) is not None
+        return keyword_scale(self._store, request, active.policy, dense=dense)
 
-    def lexical_scale(self, args: shaping.SearchArgs) -> tuple[tuple[float, float], ...]:
-        """What this index's keyword leg would be normalised by for ``args`` (``pipeline.lexical_scale``)."""
-        settings = self._live.settings
-        args = self._literal_prefix(args)
-        request = args.request(
-            settings.limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
-            bridge_weight=settings.bridge_weight,
-        )  # fmt: skip
-        return lexical_scale(self._store, request)
-
-    def search(self, args: shaping.SearchArgs, summary: Callable[[], IndexSummary]) -> SearchResponse:
-        """One search with the settings and model state of this moment, as a capped, annotated response.
+    def search(
+        self,
+        request: SearchRequest,
+        summary: Callable[[], IndexSummary],
+        keywords: KeywordScale | None = None,
+    ) -> SearchResponse:
+        """One search with the settings and model state of this moment, as an annotated response, not
+        yet fitted to the response cap (its sender fits it, measured as sent).
 
         ``summary`` is read after ranking, so the counts a response reports are never older than its hits.
         """
         active = self._live.active
-        limits = active.settings.limits
-        args = self._literal_prefix(args)  # a folder named with a blank or a "\\"
-        filtering.check_fields(self._store, args.filters)
         settings = active.settings
         semantic, semantic_error = self._semantic.state(), self._semantic.error
-        if args.listing:
-            result = filtering.listing(
-                self._store, args.filters, limit=args.limit, snippet_chars=args.snippet_chars
-            )
-        else:
-            newest = args.sort == "newest"
-            ranked = (
-                replace(args, limit=filtering.pool_limit(args.limit, limits.max_limit)) if newest else args
-            )
-            request = ranked.request(
-                limits, far_ahead=settings.far_ahead, also_agreement=settings.also_agreement,
-                bridge_weight=settings.bridge_weight,
-            )  # fmt: skip
-            rerank = self.rerank_stage(settings.rerank)
-            try:
-                result = self.run(request, self._semantic.dense_leg(active.settings), rerank)
-            except EmbedderUnavailable as exc:
-                # The model went away after it loaded (an embedding server that stopped): semantic search
-                # is an addition, never a precondition, so this search answers by keywords and says why.
-                # The leg stays up: the next search asks the model again.
-                result = self.run(request, None, rerank)
-                semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
-            if newest:
-                result = filtering.newest_first(result, args.limit)
-        unmatched = filtering.unmatched_note(self._store, args.filters) if not result.hits else None
+        rerank = None if request.listing else self.rerank_stage(settings.rerank)
+        dense = self._semantic.dense_leg(settings)
+        try:
+            result = run_search(self._store, request, active.policy, dense, rerank, keywords)
+        except EmbedderUnavailable as exc:
+            # The model went away after it loaded (an embedding server that stopped): semantic search
+            # is an addition, never a precondition, so this search answers by keywords and says why.
+            # The leg stays up: the next search asks the model again.
+            result = run_search(self._store, request, active.policy, None, rerank, keywords)
+            semantic, semantic_error = SemanticState.UNAVAILABLE, str(exc)
         servable = self._catalog.servable_document_paths(among={h.chunk.path for h in result.hits})
         return shaping.search_response(
-            args, result, limits=limits, servable=set(servable), semantic=semantic,
+            request, result, limits=settings.limits, servable=set(servable), semantic=semantic,
             semantic_error=semantic_error, summary=summary(), extensions=active.registry.extensions,
-            holds_japanese=self._store.holds_japanese, unmatched=unmatched,
-            empty_index=None if active.settings.root is not None else status.reader_empty_note(
-                self._store.location, status.index_command(active.settings)
+            holds_japanese=self._store.holds_japanese, unmatched=result.unmatched,
+            empty_index=None if settings.root is not None else status.reader_empty_note(
+                self._store.location, status.index_command(settings)
             ),
         )  # fmt: skip

@@ -39,7 +39,6 @@ from kbseek.embed.factory import make_embedder
 from kbseek.errors import KbError
 from kbseek.ingest.indexer import EmbedFn, ModelSwitch
 from kbseek.progress import ProgressSnapshot, ProgressTracker
-from kbseek.search import ranker
 from kbseek.search.dense import DenseIndex, VectorIndex
 from kbseek.search.pipeline import DenseLeg
 from kbseek.search.store_vectors import open_dense_index, suits
@@ -355,15 +354,14 @@ class SemanticLeg:
         return PassModels(old.embed_documents, old.model_id, answering.spec_json, switch)
 
     def dense_leg(self, settings: Settings) -> DenseLeg | None:
-        """The dense leg as the current settings fuse it, or ``None`` for a keyword-only search."""
+        """The dense leg of the model answering now, or ``None`` for a keyword-only search."""
         dense, answering = self.dense, self._answering
         if not self.ready or dense is None or answering is None:
             return None
         spec = answering.spec or settings.embed  # the old model's floor and parts during a switch
         return DenseLeg(
-            dense, partial(embed_queries, answering.embedder), settings.fusion, settings.dense_weight,
-            settings.rrf_k, settings.dense_weight_matched, spec.floor, spec.parts,
-            ranker.shipped() if settings.fusion == "learned" else None,
+            index=dense, embed_queries=partial(embed_queries, answering.embedder),
+            similarity_floor=spec.floor, parts=spec.parts,
         )  # fmt: skip
 
     def vectors_changed(self, *, rebuilt: bool) -> None:

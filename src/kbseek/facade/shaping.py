@@ -14,12 +14,10 @@ from datetime import UTC, datetime
 
 from kbseek.config import Limits
 from kbseek.dates import DocumentDate
-from kbseek.errors import InvalidArgument
-from kbseek.facade.response_cap import fit_search, passage_cut_note
+from kbseek.facade.response_cap import passage_cut_note
 from kbseek.facade.semantic import SemanticState
-from kbseek.filters import SORTS, Filters, SearchFilters, parse_filters
-from kbseek.ingest.guard import LoadedDocument, literal_path, relative_path
-from kbseek.ingest.parsers import AVAILABLE_PARSERS
+from kbseek.filters import SearchFilters
+from kbseek.ingest.guard import LoadedDocument
 from kbseek.responses import (
     DocumentResponse,
     Explanation,
@@ -33,8 +31,9 @@ from kbseek.responses import (
     Topic,
     TopicsResponse,
 )
+from kbseek.search.hits import PipelineResult, RankedHit
 from kbseek.search.passages import JoinedText
-from kbseek.search.pipeline import PipelineResult, RankedHit, SearchRequest
+from kbseek.search.request import SearchRequest
 from kbseek.text.language import is_japanese
 from kbseek.text.plurals import counted
 from kbseek.text.quoting import bounded
@@ -56,157 +55,11 @@ def clamp(name: str, value: int | None, default: int, low: int, high: int, notes
     return value
 
 
-MAX_PREFIX_CHARS = 4096
-"""The longest ``path_prefix`` accepted: the longest path a file system names (``PATH_MAX``)."""
-
-
-def clean_prefix(prefix: str | None, *, literal: bool = False) -> str | None:
-    """A ``path_prefix`` as a root-relative path (``None`` for the whole tree); a trailing ``/`` is kept.
-
-    Read as people type paths (blanks trimmed, ``\\`` a separator), or with ``literal`` as the scan
-    names files (``guard.literal_path``), so that a folder whose name starts or ends with a blank, or
-    holds a backslash, can still be searched by the prefix ``list_topics`` gave for it. Only ``/``,
-    ``.`` and ``./`` mean the whole tree; ``..`` in any position is refused (``PathOutsideRoot``),
-    as every path argument's is, and ``...`` is a name like any other.
-    """
-    if prefix is None or not prefix.strip():
-        return None
-    if len(prefix) > MAX_PREFIX_CHARS:
-        raise InvalidArgument(
-            f"path_prefix {bounded(prefix)!r} is {len(prefix)} characters long; no path is longer than "
-            f"{MAX_PREFIX_CHARS}: give the folder the documents are under, e.g. runbooks/"
-        )
-    if all(part in ("", ".") for part in prefix.strip().replace("\\", "/").split("/")):
-        return None
-    trailing = (prefix if literal else prefix.strip()).endswith("/")
-    rel = literal_path(prefix) if literal else relative_path(prefix)
-    return rel + "/" if trailing and rel else rel or None
-
-
-@dataclass(frozen=True)
-class SearchArgs:
-    """A search's arguments once the caps are applied, with the notes the clamping left."""
-
-    query: str
-    limit: int
-    snippet_chars: int
-    filters: SearchFilters
-    """What the search is narrowed to, parsed once here and carried as one value to the store."""
-    explain: bool
-    notes: tuple[str, ...] = ()
-    also: tuple[str, ...] = ()
-    """Alternative phrasings, blank and repeated ones removed and capped at ``[limits].max_also``."""
-    literal_prefix: str | None = None
-    """The prefix read literally, when that differs from ``filters.path_prefix``: the search takes it
-    instead if a document's path starts with it (``Retrieval.search``)."""
-    scale: tuple[tuple[float, float], ...] = ()
-    """The keyword scale several collections share for this search (``SearchRequest.scale``)."""
-    sort: str = "relevance"
-    """``newest``: the matching hits newest first (``facade.filtering``); with no query, a listing."""
-
-    @property
-    def listing(self) -> bool:
-        """A search without a query, newest first: what changed, narrowed by the filters."""
-        return self.sort == "newest" and not self.query.strip()
-
-    def request(
-        self, limits: Limits, *, far_ahead: float, also_agreement: float, bridge_weight: float
-    ) -> SearchRequest:
-        return SearchRequest(
-            query=self.query, limit=self.limit, snippet_chars=self.snippet_chars, filters=self.filters,
-            max_terms=limits.max_query_terms, max_hits_per_document=limits.max_hits_per_document,
-            far_ahead=far_ahead, also_agreement=also_agreement, bridge_weight=bridge_weight, also=self.also,
-            scale=self.scale,
-        )  # fmt: skip
-
-
-def search_args(
-    limits: Limits,
-    query: str,
-    *,
-    limit: int | None = None,
-    filters: Filters | None = None,
-    snippet_chars: int | None = None,
-    explain: bool = False,
-    also: Sequence[str] | None = None,
-    scale: Sequence[tuple[float, float]] = (),
-    sort: str = "relevance",
-) -> SearchArgs:
-    """Apply the caps the configuration sets now; an omitted argument takes today's default. The
-    filters are read and checked here, once (``kbseek.filters.parse_filters``)."""
-    if sort not in SORTS:
-        raise InvalidArgument(
-            f"sort={bounded(str(sort))!r} is not a sort order; accepted: {', '.join(SORTS)}"
-        )
-    if not query.strip() and sort != "newest":
-        raise InvalidArgument(
-            "query is empty: pass the words or question to search for, or sort='newest' to list the "
-            "newest documents matching the filters"
-        )
-    for i, text in enumerate((query, *(also or ()))):
-        if isinstance(text, str) and len(text) > limits.max_query_chars:
-            name = "query" if i == 0 else f"also[{i - 1}]"
-            raise InvalidArgument(
-                f"{name} is {len(text):,} characters long; at most {limits.max_query_chars:,} are searched: "
-                "ask the question in a sentence or a paragraph, and pass a document's path to fetch it"
-            )
-    filters = filters or Filters()
-    notes: list[str] = []
-    n = clamp("limit", limit, limits.default_limit, 1, limits.max_limit, notes)
-    sc = clamp(
-        "snippet_chars", snippet_chars, limits.default_snippet_chars, 40, limits.max_snippet_chars, notes
-    )
-    alternatives = clean_also(query, also or (), limits.max_also, notes)
-    prefix = clean_prefix(filters.path_prefix)
-    literal = clean_prefix(filters.path_prefix, literal=True)
-    parsed = parse_filters(
-        path_prefix=prefix, tags=filters.tags, tags_any=filters.tags_any, path_globs=filters.path_globs,
-        types=filters.types, after=filters.after, before=filters.before, where=filters.where,
-        known_types=AVAILABLE_PARSERS,
-    )  # fmt: skip
-    return SearchArgs(
-        query, n, sc, parsed, explain, tuple(notes), alternatives,
-        literal_prefix=literal if literal != prefix else None, scale=tuple(scale), sort=sort,
-    )  # fmt: skip
-
-
-def clean_also(query: str, also: Iterable[str], most: int, notes: list[str]) -> tuple[str, ...]:
-    """The alternative phrasings worth a search: blank ones and repeats (of the query or of each other,
-    ignoring case and spacing) are left out silently, since they could only cost time; beyond ``most``
-    the rest are dropped and a note says so.
-
-    The query stays required: alternatives add to it and never stand in for it, so that every
-    surface keeps one phrasing the response (``query``, ``low_confidence``) is about.
-    """
-    if isinstance(also, str):  # a lone string would be read as its characters
-        also = (also,)
-    if not query.strip() and any(a.strip() for a in also):
-        raise InvalidArgument("query is empty: put the question in query; also only adds phrasings to it")
-    seen = {" ".join(query.split()).casefold()}
-    kept: list[str] = []
-    for text in also:
-        key = " ".join(text.split()).casefold()
-        if key and key not in seen:
-            seen.add(key)
-            kept.append(text.strip())
-    if len(kept) > most:
-        dropped = "; ".join(kept[most:])[:200]
-        if most == 0:
-            notes.append(f"alternative phrasings (also) are turned off here; these were not used: {dropped}")
-        else:
-            notes.append(
-                f"also had {counted(len(kept), 'alternative phrasing')}; only the first {most} were used "
-                f"(the maximum), these were dropped: {dropped}"
-            )
-        kept = kept[:most]
-    return tuple(kept)
-
-
 # -- search --------------------------------------------------------------------------------------------
 
 
 def search_response(
-    args: SearchArgs,
+    args: SearchRequest,
     result: PipelineResult,
     *,
     limits: Limits,
@@ -221,12 +74,15 @@ def search_response(
 ) -> SearchResponse:
     """The response for one search: hits, legs, and a note (with its code) for everything not shown.
 
+    Not yet fitted to the response cap: whoever sends it fits it once, measured as it is sent
+    (``response_cap.fit_search``), since only the sender knows what goes beside it.
+
     ``holds_japanese`` answers whether the knowledge base has Japanese text, so an English query's
     weak hits may mean the answer is a Japanese page (an English-only knowledge base gets no such
     hint). It is asked only when that hint could be given; ``None`` takes the answer as yes.
     ``empty_index``: why an empty index is empty, where the caller knows better than a folder scan
     could (a server without the files: nothing was indexed under that name). ``unmatched``: that the
-    filters themselves pass no document, naming them (``facade.filtering.unmatched_note``)."""
+    filters themselves pass no document, naming them (``search.filtering.unmatched_note``)."""
     notes = list(args.notes)
     codes = ["clamped"] * len(notes)  # note_codes: one per note, so a surface can word it its own way
     truncated = result.more_available
@@ -282,13 +138,13 @@ def search_response(
         elif unmatched is not None and summary.documents:
             notes.append(unmatched)
         else:
-            notes.append(empty_explanation(summary, no_terms, args.filters, extensions))
+            filters = result.filters if result.filters is not None else args.filters
+            notes.append(empty_explanation(summary, no_terms, filters, extensions))
         codes.append("empty")
-    response = SearchResponse(
+    return SearchResponse(
         query=bounded(args.query), also=[bounded(a) for a in args.also], hits=hits, legs=legs, truncated=truncated, notes=notes,
         note_codes=codes, index=summary, low_confidence=result.low_confidence,
     )  # fmt: skip
-    return fit_search(response, limits.max_response_chars)
 
 
 def _hit(h: RankedHit, servable: Collection[str], explain: bool) -> SearchHit:

@@ -1,6 +1,9 @@
-"""From a query to ranked, de-duplicated hits with snippets: the retrieval logic in one place.
+"""From a request to ranked, de-duplicated hits with snippets: the retrieval logic in one place.
 
-Surfaces never rank; they ask :func:`run_search` and shape its result.
+Surfaces never rank; the facade asks :func:`run_search` and shapes its result. Everything a search
+asks of the index happens here, in this order: the filters as the index reads them (a prefix taken
+literally, a ``where`` field checked), then a listing or both legs fused, then, without hits,
+whether the filters themselves passed nothing (``search.filtering``).
 """
 
 from __future__ import annotations
@@ -15,108 +18,39 @@ import numpy as np
 from kbseek.documents import SectionStart
 from kbseek.embed.base import VectorPart
 from kbseek.embed.chunk_vectors import passage_input
-from kbseek.filters import NO_FILTERS, SearchFilters
+from kbseek.filters import SearchFilters
 from kbseek.ingest.parsers import has_markup
 from kbseek.rerank.stage import RerankStage, reorder
-from kbseek.search import fusion
+from kbseek.search import filtering, fusion
 from kbseek.search.bridge import Bridge, bridge_coverage, bridge_query
 from kbseek.search.confidence import is_low_confidence
 from kbseek.search.dense import VectorIndex
 from kbseek.search.diversity import distinct_first
 from kbseek.search.features import QueryView
 from kbseek.search.fts_query import CompiledQuery, compile_query
+from kbseek.search.hits import PipelineResult, RankedHit
+from kbseek.search.keywords import CANDIDATES_PER_LEG, KeywordLeg, KeywordScale, Scale, ask
 from kbseek.search.lexical import COVERAGE_DEPTH, lexical_candidates, lexical_coverage
-from kbseek.search.ranker import Ranking
+from kbseek.search.request import SearchPolicy, SearchRequest
 from kbseek.store.base import Store
 from kbseek.store.records import ChunkRow
 from kbseek.text.language import is_japanese
 from kbseek.text.names import names
 from kbseek.text.snippets import Snippet, make_snippet
 
-CANDIDATES_PER_LEG = 100
-"""How deep each leg looks before fusion; deep enough that de-duplication never starves the result."""
+__all__ = ["CANDIDATES_PER_LEG", "DenseLeg", "PipelineResult", "RankedHit", "heading_at", "run_search"]
 
 LEG_THREADS = 4
 """Dense searches in flight at once (a search with ``also`` asks one per phrasing, up to four)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class SearchRequest:
-    """One query with its caps already decided.
-
-    The caps carry no defaults here: their one source is the configuration (``[limits]``), and a
-    default written again here would drift from it unnoticed. Only the filters and ``also`` are optional.
-    """
-
-    query: str
-    limit: int
-    snippet_chars: int
-    max_terms: int
-    """``[limits].max_query_terms``."""
-    max_hits_per_document: int
-    """``[limits].max_hits_per_document``."""
-    far_ahead: float
-    """``[search].far_ahead``: when a second chunk of a document may keep its rank (``search.diversity``)."""
-    also_agreement: float
-    """``[search].also_agreement``: how much the other phrasings' scores add to a chunk's best (``fusion.best_of``)."""
-    bridge_weight: float
-    """``[search].bridge_weight``: the weight of the query's words in the other language
-    (``search.bridge``); 0 turns the bridge off."""
-    filters: SearchFilters = NO_FILTERS
-    """What hits must meet, in both legs (``kbseek.filters``)."""
-    also: tuple[str, ...] = ()
-    """Alternative phrasings of the query, already capped (``[limits].max_also``) by the caller. Each is
-    ranked like the query and every chunk keeps its best score over them (docs/decisions/0011); a blank
-    one ranks nothing but keeps its place, so ``Fused.phrasing`` always indexes :attr:`phrasings`."""
-    scale: tuple[tuple[float, float], ...] = ()
-    """Per phrasing, the best BM25 and the best coverage to normalise the keyword leg by, when several
-    indexes answer one search (:func:`lexical_scale`, docs/decisions/0037); empty: this index's own.
-    One index holding every collection would normalise by the best over all of them, so a collection
-    whose best keyword match is weaker than another's must not score it as if it were the best."""
-
-    @property
-    def phrasings(self) -> tuple[str, ...]:
-        """The query, then its alternatives: ``Fused.phrasing`` indexes this."""
-        return (self.query, *self.also)
-
-
-@dataclass(frozen=True)
-class RankedHit:
-    chunk: ChunkRow
-    snippet: Snippet
-    fused: fusion.Fused
-    heading_path: tuple[str, ...]
-    """The heading path where the snippet is: the chunk's own, or that of a section merged into it."""
-    rerank_score: float | None = None
-    """The reranker's score for the chunk, when a reranker ordered it (``fused.score`` is then the
-    fused score of the place it took, and :attr:`fused_score` its own)."""
-    fused_score: float | None = None
-    """The fused score the chunk had before the reranker moved it; ``None`` when it was not reranked."""
-
-
-@dataclass(frozen=True)
-class PipelineResult:
-    hits: list[RankedHit]
-    compiled: CompiledQuery
-    """The query's own terms (what ``legs.lexical`` and a dropped-terms note speak of)."""
-    semantic_used: bool
-    more_available: bool
-    """True when more de-duplicated hits existed than ``limit`` allowed."""
-    low_confidence: bool
-    compiled_also: tuple[CompiledQuery, ...] = ()
-    """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
-    absent_names: tuple[str, ...] = ()
-    """Names the query or an alternative mentions that no chunk holds, as written (``text.names``)."""
-    rerank_note: str | None = None
-    """Why the reranker did not order this search (down, slow, failing): the fused order stands."""
-
-
-@dataclass(frozen=True)
 class DenseLeg:
-    """The semantic leg and how it is fused with the lexical one.
+    """The semantic leg: the model answering now and its vectors.
 
-    Every field is required: the fusion settings come from the configuration (``[search]``) and the
-    floor from the embedder's spec, so no second, stale default can decide a ranking.
+    How its scores are fused with the keyword leg's is the :class:`SearchPolicy`'s (the settings);
+    what is here changes with the model: a change of model (decision 0040) answers with the old
+    model's index, floor and parts until the new one's vectors are made.
     """
 
     index: VectorIndex
@@ -124,22 +58,12 @@ class DenseLeg:
     embed_queries: Callable[[Sequence[str]], np.ndarray]
     """``(len(texts), dim)`` query vectors: one call embeds every phrasing of a search
     (``embed.base.embed_queries``)."""
-    fusion: str
-    """``"blend"`` or ``"rrf"`` (``[search].fusion``)."""
-    dense_weight: float
-    """The dense share of a blended score when no lexical candidate covers the query."""
-    rrf_k: int
-    matched_weight: float | None
-    """The dense weight when a lexical candidate covers the whole query (``fusion.adaptive_weight``);
-    ``None`` keeps ``dense_weight`` for every query."""
     similarity_floor: float
     """The model's cosine for unrelated text; similarities are rescaled from it (``EmbedderSpec.floor``)."""
     parts: tuple[VectorPart, ...]
     """The models whose vectors are concatenated in each row (``embed.pair``), each read on its own
     and gated by language (``fusion.gated_dense``); empty for one model, which ``similarity_floor``
     then describes."""
-    ranker: Ranking | None = None
-    """The learned ranking that reorders the fused one (``fusion = "learned"``, ``search.ranker``)."""
 
 
 @dataclass(frozen=True)
@@ -155,25 +79,49 @@ class _Ranked:
     """The names this phrasing mentions that no chunk of the index holds."""
 
 
-def lexical_scale(store: Store, request: SearchRequest) -> tuple[tuple[float, float], ...]:
-    """Per phrasing, this index's best BM25 and best query coverage: what its keyword leg is
-    normalised by. Several indexes searched as one share the largest of each (``SearchRequest.scale``)."""
-    out: list[tuple[float, float]] = []
-    for phrasing in request.phrasings:
-        compiled = compile_query(phrasing, max_terms=request.max_terms)
-        lexical = lexical_candidates(store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters)
-        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]]) if lexical else {}
-        out.append((max((s for _, s in lexical), default=0.0), max(cov.values(), default=0.0)))
-    return tuple(out)
-
-
 def run_search(
-    store: Store, request: SearchRequest, dense: DenseLeg | None = None, rerank: RerankStage | None = None
+    store: Store,
+    request: SearchRequest,
+    policy: SearchPolicy,
+    dense: DenseLeg | None = None,
+    rerank: RerankStage | None = None,
+    keywords: KeywordScale | None = None,
 ) -> PipelineResult:
-    """Rank ``request`` over ``store``: both legs fused, the best candidates reranked when a stage is
-    given (docs/decisions/0038), then the hits chosen, each with its snippet."""
+    """Answer ``request`` over ``store`` as ``policy`` ranks: a listing when it has no query, else both
+    legs fused (the dense one when given), the best candidates reranked when a stage is given
+    (docs/decisions/0038), then the hits chosen, each with its snippet; newest first when asked.
+
+    ``keywords``: the keyword legs this index already ran for the request, and the scale shared with
+    the other indexes answering it (``search.keywords``). Raises ``UnknownField`` for a ``where``
+    on a field no document has.
+    """
+    request = filtering.literal_prefix(store, request)
+    filtering.check_fields(store, request.filters)
+    if request.listing:
+        result = filtering.listing(
+            store, request.filters, limit=request.limit, snippet_chars=request.snippet_chars
+        )
+    elif request.sort == "newest":
+        pooled = replace(request, limit=filtering.pool_limit(request.limit, policy.max_limit))
+        ranked = _ranked(store, pooled, policy, dense, rerank, keywords)
+        result = filtering.newest_first(ranked, request.limit)
+    else:
+        result = _ranked(store, request, policy, dense, rerank, keywords)
+    unmatched = None if result.hits else filtering.unmatched_note(store, request.filters)
+    return replace(result, filters=request.filters, unmatched=unmatched)
+
+
+def _ranked(
+    store: Store,
+    request: SearchRequest,
+    policy: SearchPolicy,
+    dense: DenseLeg | None,
+    rerank: RerankStage | None,
+    keywords: KeywordScale | None,
+) -> PipelineResult:
+    """Both legs fused, reranked when a stage is given, then the hits chosen with their snippets."""
     phrasings = request.phrasings
-    compiled = [compile_query(p, max_terms=request.max_terms) for p in phrasings]
+    compiled = [compile_query(p, max_terms=policy.max_terms) for p in phrasings]
     said = [i for i, p in enumerate(phrasings) if p.strip()]
     vectors: dict[int, np.ndarray] = {}
     allowed: frozenset[int] | None = None
@@ -181,7 +129,7 @@ def run_search(
         allowed = store.filtered_rowids(request.filters)
         embedded = dense.embed_queries([phrasings[i] for i in said])  # one model call for all of them
         vectors = {i: embedded[n] for n, i in enumerate(said)}
-    bridge = bridge_query(store, request.query) if request.bridge_weight > 0 else Bridge(())
+    bridge = bridge_query(store, request.query) if policy.bridge_weight > 0 else Bridge(())
     # With alternatives and no dense leg, raw BM25 of different phrasings is on no common scale:
     # each is normalised (and weighed by coverage) as the blend's lexical part is.
     normalise = len(said) > 1
@@ -194,35 +142,39 @@ def run_search(
         i: _legs().submit(_nearest, dense, v, allowed) for i, v in vectors.items() if dense is not None
     }
     bridged = _bridge_candidates(store, request, bridge, gated=dense is not None)
+    kept = keywords.legs_for(request) if keywords is not None else None
+    shared = keywords.shared if keywords is not None else ()
     per = [
         replace(
             _rank_one(
-                store, request, compiled[i], dense, nearest.get(i), normalise=normalise,
-                phrasing=phrasings[i], rows=rows, japanese=japanese,
+                store, policy, compiled[i], dense, nearest.get(i), normalise=normalise,
+                phrasing=phrasings[i], rows=rows, japanese=japanese, filters=request.filters,
+                kept=kept[i] if kept else None,
+                scale=shared[i] if shared else None,
             ),
             absent=_absent_names(store, phrasings[i]),
         )
         for i in range(len(phrasings))
     ]  # fmt: skip
     first = _bridged(
-        request, bridged, per[0].ranked, gated=dense is not None, raw=dense is None and not normalise
+        policy, bridged, per[0].ranked, gated=dense is not None, raw=dense is None and not normalise
     )
     ranked = (
         first
         if len(per) == 1
-        else fusion.best_of([first, *(p.ranked for p in per[1:])], agreement=request.also_agreement)
+        else fusion.best_of([first, *(p.ranked for p in per[1:])], agreement=policy.also_agreement)
     )
 
     rows.update(store.chunks_by_rowid([f.rowid for f in ranked if f.rowid not in rows]))
-    if dense is not None and dense.ranker is not None and said:
-        ranked = dense.ranker.order(ranked, rows, _view(request, compiled, per, rows), japanese)
+    if dense is not None and policy.ranker is not None and said:
+        ranked = policy.ranker.order(ranked, rows, _view(request, shared, compiled, per, rows), japanese)
     reranked: dict[int, tuple[float, float]] = {}
     rerank_note = None
     if rerank is not None:
         ranked, reranked, rerank_note = _reranked(rerank, request.query, ranked, rows)
     chosen, more = distinct_first(
-        ranked, rows, limit=request.limit, per_document=request.max_hits_per_document,
-        far_ahead=request.far_ahead,
+        ranked, rows, limit=request.limit, per_document=policy.max_hits_per_document,
+        far_ahead=policy.far_ahead,
     )  # fmt: skip
     shown = tuple(p for p in phrasings if p.strip())
     sections = store.section_starts([f.rowid for f in chosen])
@@ -241,6 +193,7 @@ def run_search(
 
 def _view(
     request: SearchRequest,
+    shared: Scale,
     compiled: Sequence[CompiledQuery],
     per: Sequence[_Ranked],
     rows: dict[int, ChunkRow],
@@ -248,9 +201,9 @@ def _view(
     """What the learned ranking reads about the search as a whole (``search.features``)."""
     best = [max((f.lexical_score or 0.0 for f in p.ranked), default=0.0) for p in per]
     top_coverage = max(per[0].coverage.values(), default=0.0)
-    if request.scale:  # several indexes answer: the scale they share, as the fusion used
-        best = [max(b, s[0]) for b, s in zip(best, request.scale, strict=False)]
-        top_coverage = max(top_coverage, request.scale[0][1])
+    if shared:  # several indexes answer: the scale they share, as the fusion used
+        best = [max(b, s[0]) for b, s in zip(best, shared, strict=False)]
+        top_coverage = max(top_coverage, shared[0][1])
     first = per[0].ranked
     lexical_top = next((f.rowid for f in first if f.lexical_rank == 1), None)
     dense_top = next((f.rowid for f in first if f.dense_rank == 1), None)
@@ -305,7 +258,7 @@ def _bridge_candidates(
 
 
 def _bridged(
-    request: SearchRequest,
+    policy: SearchPolicy,
     bridged: tuple[list[tuple[int, float]], dict[int, float]] | None,
     ranked: list[fusion.Fused],
     *,
@@ -323,13 +276,13 @@ def _bridged(
     if bridged is None:
         return ranked
     found, cov = bridged
-    weight = request.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
+    weight = policy.bridge_weight * (ranked[0].score if raw and ranked else 1.0)
     return fusion.add_bridge(ranked, found, coverage=cov, weight=weight, gated=gated)
 
 
 def _rank_one(
     store: Store,
-    request: SearchRequest,
+    policy: SearchPolicy,
     compiled: CompiledQuery,
     dense: DenseLeg | None,
     nearest: Future[Nearest] | None,
@@ -338,47 +291,45 @@ def _rank_one(
     phrasing: str,
     rows: dict[int, ChunkRow],
     japanese: dict[int, bool],
+    filters: SearchFilters,
+    kept: KeywordLeg | None = None,
+    scale: tuple[float, float] | None = None,
 ) -> _Ranked:
     """Both legs for one phrasing, fused as configured (lexical only without a vector, i.e. without
     ``nearest``: the dense leg's search for this phrasing, under way on another thread).
 
     ``rows`` caches the chunks read for this search (the language gate reads their text), so the
     hits reuse them; ``japanese`` caches the gate's verdict on each, so the phrasings of one search,
-    whose candidates mostly overlap, judge a chunk once.
+    whose candidates mostly overlap, judge a chunk once. ``kept``: this phrasing's keyword leg as
+    already run, used when it was asked as this search asks it. ``scale``: the best keyword match
+    over every index answering the search, when several do.
     """
-    lexical = lexical_candidates(
-        store, compiled, limit=CANDIDATES_PER_LEG, filters=request.filters, complete=nearest is None
-    )
+    complete = nearest is None
+    leg = kept if kept is not None and kept.complete == complete else None
+    if leg is None:
+        leg = ask(store, compiled, filters, complete=complete)
+    lexical = leg.candidates
     cov: dict[int, float] = {}
     if dense is None or nearest is None:
         if not normalise:
             return _Ranked(fusion.lexical_only(lexical), compiled, cov, None)
-        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
-        ranked = fusion.blend(
-            lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov, scale=_scale(request, phrasing)
-        )
+        cov = leg.covered(store, compiled)
+        ranked = fusion.blend(lexical, [], dense_weight=0.0, matched_weight=None, coverage=cov, scale=scale)
         return _Ranked(ranked, compiled, cov, None)
     found = nearest.result()
     if dense.parts:
         dense_hits = _gated(store, dense, found.parts, phrasing, rows, japanese)
     else:
         dense_hits = _on_one_scale(found.whole, dense.similarity_floor)
-    if dense.fusion == "rrf":
-        ranked = fusion.rrf(lexical, dense_hits, k=dense.rrf_k)
+    if policy.fusion == "rrf":
+        ranked = fusion.rrf(lexical, dense_hits, k=policy.rrf_k)
     else:
-        cov = lexical_coverage(store, compiled, [r for r, _ in lexical[:COVERAGE_DEPTH]])
+        cov = leg.covered(store, compiled)
         ranked = fusion.blend(
-            lexical, dense_hits, dense_weight=dense.dense_weight, matched_weight=dense.matched_weight,
-            coverage=cov, scale=_scale(request, phrasing),
+            lexical, dense_hits, dense_weight=policy.dense_weight, matched_weight=policy.matched_weight,
+            coverage=cov, scale=scale,
         )  # fmt: skip
     return _Ranked(ranked, compiled, cov, dense_hits[0][1] if dense_hits else None)
-
-
-def _scale(request: SearchRequest, phrasing: str) -> tuple[float, float] | None:
-    """The shared scale of this phrasing, if several indexes answer the search."""
-    if not request.scale:
-        return None
-    return request.scale[request.phrasings.index(phrasing)]
 
 
 def _low_overall(store: Store, per: Sequence[_Ranked], rows: dict[int, ChunkRow]) -> bool:

@@ -17,15 +17,17 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from kbseek import Filters, render
+from kbseek import render
 from kbseek.errors import InvalidArgument
 from kbseek.facade import response_cap
 from kbseek.kb import KnowledgeBase
 from kbseek.library import Library
 from kbseek.responses import DocumentResponse, FetchResponse, SearchHit, SearchResponse
 from kbseek.server import mcp as tools
+from kbseek.server import tool_results
 from kbseek.server.resources import KbServer
 from kbseek.server.slots import slotted
+from kbseek.server.tool_results import tool_errors, tool_result
 
 
 class CollectionHit(SearchHit):
@@ -61,12 +63,9 @@ def _labelled(r: SearchResponse) -> SearchResponse:
     return r.model_copy(update={"hits": [h.model_copy(update={"path": f"{h.kb}:{h.path}"}) for h in r.hits]})
 
 
-def _search_result(r: SearchResponse, max_chars: int) -> CallToolResult:
-    def text(c: SearchResponse) -> str:
-        return render.search_text(_labelled(c), brief=True)
-
-    r = response_cap.fit_search(r, max_chars, measure=lambda c: tools._sent_size(c, text(c)))
-    return tools._result(r, text(r))
+def _search_size(r: SearchResponse) -> int:
+    """A merged search's size as sent: its text block names each hit's file ``collection:path``."""
+    return tool_results.search_size(_labelled(r))
 
 
 def build_server(
@@ -140,17 +139,14 @@ def search(
     explain: tools.ExplainArg = False,
     also: tools.AlsoArg = None,
 ) -> Annotated[CallToolResult, CollectionSearch]:
-    with tools._tool_errors("search"):
-        library = _library(ctx)
-        filters = Filters(
-            path_prefix=path_prefix, tags=tags or (), path_globs=path_globs or (), types=types or (),
-            after=after, before=before, where=where,
+    with tool_errors("search"):
+        asked = tools.search_query(
+            query, limit=limit, path_prefix=path_prefix, tags=tags, path_globs=path_globs, types=types,
+            after=after, before=before, where=where, sort=sort, snippet_chars=snippet_chars, explain=explain,
+            also=also,
         )  # fmt: skip
-        r = library.search(
-            query, kb=kb, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars,
-            explain=explain, also=also or (),
-        )  # fmt: skip
-        return _search_result(r, _max_chars(library))
+        r = _library(ctx).search(asked, kb=kb, measure=_search_size)
+        return tool_result(r, render.search_text(_labelled(r), brief=True))
 
 
 @_tool(
@@ -164,15 +160,13 @@ def fetch(
     chunk_ids: Annotated[list[str], Field(description="From search hits.")],
     context: Annotated[int | None, Field(description="Neighbouring chunks on each side.")] = None,
 ) -> Annotated[CallToolResult, FetchResponse]:
-    with tools._tool_errors("fetch"):
+    with tool_errors("fetch"):
         if not chunk_ids:
             raise InvalidArgument("chunk_ids is empty: pass one or more chunk_id values from search results")
         library = _library(ctx)
         r = library.fetch(chunk_ids, context=context)
-        r = response_cap.fit_fetch(
-            r, _max_chars(library), measure=lambda c: tools._sent_size(c, render.fetch_text(c))
-        )
-        return tools._result(r, render.fetch_text(r))
+        r = response_cap.fit_fetch(r, _max_chars(library), measure=tool_results.fetch_size)
+        return tool_result(r, render.fetch_text(r))
 
 
 @_tool(
@@ -188,10 +182,10 @@ def get_document(
     offset: int = 0,
     max_chars: int | None = None,
 ) -> Annotated[CallToolResult, DocumentResponse]:
-    with tools._tool_errors("get_document"):
+    with tool_errors("get_document"):
         library = _library(ctx)
         r = library[library.pick_one(kb)].read_document(path, offset=offset, max_chars=max_chars)
-        return tools._result(r, render.document_text(r))
+        return tool_result(r, render.document_text(r))
 
 
 @_tool(
@@ -204,11 +198,11 @@ def list_topics(
     ctx: Context,
     kb: Annotated[str | list[str] | None, KB_ARG] = None,
 ) -> Annotated[CallToolResult, CollectionTopics]:
-    with tools._tool_errors("list_topics"):
+    with tool_errors("list_topics"):
         topics = _library(ctx).topics(kb)
         r = CollectionTopics(collections={n: t.model_dump(mode="json") for n, t in topics.items()})
         text = "\n\n".join(f"## {n}\n{render.topics_text(t)}" for n, t in topics.items())
-        return tools._result(r, text)
+        return tool_result(r, text)
 
 
 @_tool(
@@ -221,11 +215,11 @@ def index_status(
     ctx: Context,
     kb: Annotated[str | list[str] | None, KB_ARG] = None,
 ) -> Annotated[CallToolResult, CollectionStatus]:
-    with tools._tool_errors("index_status"):
+    with tool_errors("index_status"):
         status = _library(ctx).status(kb)
         r = CollectionStatus(collections={n: v.model_dump(mode="json") for n, v in status.items()})
         text = "\n\n".join(f"## {n}\n{render.status_text(v)}" for n, v in status.items())
-        return tools._result(r, text)
+        return tool_result(r, text)
 
 
 def register_library_tools(server: MCPServer[Any], library: Library) -> None:

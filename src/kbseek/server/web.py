@@ -33,9 +33,10 @@ from kbseek.errors import InvalidArgument
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
 from kbseek.numbers import whole_number_argument
+from kbseek.search_query import SearchQuery
 from kbseek.server.errors import translate
-from kbseek.server.mcp import ERROR_CHARS
 from kbseek.server.slots import in_slot
+from kbseek.server.tool_results import ERROR_CHARS
 from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 
 ASSETS = {
@@ -189,16 +190,13 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
                     "or sort=newest to list the newest documents"
                 )
             names = [n for n in request.query_params.getlist("kb") if n.strip()]
-            filters = _filters(request)
-            if library is not None:  # several, or one: the library answers as the knowledge base would
-                return library.search(
-                    query, kb=names or None, limit=_int_param(request, "limit"), filters=filters, sort=sort,
-                    snippet_chars=_int_param(request, "snippet_chars"), also=request.query_params.getlist("also"),
-                )  # fmt: skip
-            return kb.search(
-                query, limit=_int_param(request, "limit"), filters=filters, sort=sort,
-                snippet_chars=_int_param(request, "snippet_chars"), also=request.query_params.getlist("also"),
+            asked = SearchQuery(
+                query, also=request.query_params.getlist("also"), filters=_filters(request), sort=sort,
+                limit=_int_param(request, "limit"), snippet_chars=_int_param(request, "snippet_chars"),
             )  # fmt: skip
+            if library is not None:  # several, or one: the library answers as the knowledge base would
+                return library.search(asked, kb=names or None)
+            return kb.search(asked)
 
         return await _answer(request, call)
 

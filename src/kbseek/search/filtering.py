@@ -1,21 +1,22 @@
 """What a search's filters and sort order need from the index beyond the two legs.
 
 The filters themselves narrow both legs inside the store (``kbseek.filters``); this module holds the
-parts that ask the index a question of their own: refusing a ``where`` on a field no document has
-(a misspelling would otherwise match nothing, silently), saying which filter left a search empty
-(T4), ordering hits newest first, and listing the newest documents when there is no query.
+parts of the pipeline that ask the index a question of their own: taking a prefix literally when a
+path starts with it that way, refusing a ``where`` on a field no document has (a misspelling would
+otherwise match nothing, silently), saying which filter left a search empty (T4), ordering hits
+newest first, and listing the newest documents when there is no query.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from kbseek.errors import UnknownField
 from kbseek.filters import SearchFilters
 from kbseek.ingest.parsers import has_markup
 from kbseek.search.fts_query import CompiledQuery
-from kbseek.search.fusion import Fused
-from kbseek.search.pipeline import PipelineResult, RankedHit
+from kbseek.search.hits import PipelineResult, RankedHit
+from kbseek.search.request import SearchRequest
 from kbseek.store.base import Store
 from kbseek.text.quoting import bounded
 from kbseek.text.snippets import make_snippet
@@ -25,6 +26,15 @@ FIELDS_LISTED = 30
 NEWEST_POOL = 4
 """``sort=newest`` orders the best ``limit × NEWEST_POOL`` matches (within ``max_limit``) by date, so
 the newest relevant document is found even when it ranked below the first page."""
+
+
+def literal_prefix(store: Store, request: SearchRequest) -> SearchRequest:
+    """``request`` with its prefix read literally when a document's path starts with it that way (a
+    folder named with a blank or a ``\\``, as ``list_topics`` gives it); else ``request`` itself."""
+    literal = request.literal_prefix
+    if literal is None or not store.filtered_rowids(SearchFilters(path_prefix=literal)):
+        return request
+    return replace(request, filters=replace(request.filters, path_prefix=literal))
 
 
 def check_fields(store: Store, filters: SearchFilters) -> None:
@@ -59,15 +69,20 @@ def unmatched_note(store: Store, filters: SearchFilters) -> str | None:
 
 
 def _each(filters: SearchFilters) -> list[SearchFilters]:
-    """The filters one condition at a time, so the one that excludes everything can be named."""
+    """The filters one condition at a time, so the one that excludes everything can be named: each
+    field alone, in the order ``SearchFilters`` declares them, except that the two dates are one
+    range and each ``where`` condition is one of its own."""
     empty = SearchFilters()
-    out = [replace(empty, path_prefix=filters.path_prefix)] if filters.path_prefix else []
-    for name in ("tags", "tags_any", "path_globs", "types"):
-        if getattr(filters, name):
-            out.append(replace(empty, **{name: getattr(filters, name)}))
-    if filters.after or filters.before:
-        out.append(replace(empty, after=filters.after, before=filters.before))
-    out += [replace(empty, where=(c,)) for c in filters.where]
+    out: list[SearchFilters] = []
+    for field in fields(filters):
+        value = getattr(filters, field.name)
+        if field.name == "where":
+            out += [replace(empty, where=(c,)) for c in filters.where]
+        elif field.name in ("after", "before"):
+            if field.name == "after" and (filters.after or filters.before):
+                out.append(replace(empty, after=filters.after, before=filters.before))
+        elif value:
+            out.append(replace(empty, **{field.name: value}))
     return out
 
 
@@ -93,7 +108,7 @@ def listing(store: Store, filters: SearchFilters, *, limit: int, snippet_chars: 
         if chunk is None:  # deleted between the two reads
             continue
         snippet = make_snippet(chunk.text, (), snippet_chars, markup=has_markup(chunk.parser))
-        hits.append(RankedHit(chunk, snippet, Fused(rowid, 0.0), chunk.heading_path))
+        hits.append(RankedHit.listed(chunk, snippet))
     none = CompiledQuery((), ())
     return PipelineResult(
         hits, none, semantic_used=False, more_available=len(rowids) > limit, low_confidence=False
