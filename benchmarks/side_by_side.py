@@ -16,7 +16,11 @@ importing kbseek from its own source tree, put first on its ``PYTHONPATH``: this
 (*new*) and the folder ``--against`` names (*old*, the ``src`` of another checkout). The console
 script, the interpreter, the libraries and the index files are the same for both. Read-only servers
 neither index, watch the files nor reconcile, so nothing writes the index while they read it and no
-pass of their own runs between the timings; both trees must read the same index format.
+pass of their own runs between the timings; both trees must read the same index format. Past
+``approximate_above`` vectors (the default: 100,000; the 100,000-file tree holds 138,628 chunks) a
+read-only server keeps no graph on disk: each builds its own HNSW graph at start, which takes minutes
+on two cores, and two builds are not the same graph, so a few results can differ between two
+servers of the same code (run ``--against src`` to see how many).
 
 Once both report the model loaded and every document of the index, and their CPU time has stopped
 growing, the first 100 SciFact claims (as in ``scale.py``) are sent as ``search`` calls: each query to
@@ -41,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import load
+from kbseek.config import Settings
 from processes import kbseek_script, run_child
 from scale import QUERIES, SERVE_READY_TIMEOUT_S, Server, build_tree, documents_of, ms
 
@@ -97,10 +102,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wait_idle(servers: list[Server], documents: int) -> None:
+def wait_idle(servers: list[Server], documents: int) -> list[dict[str, Any]]:
     """Until every server has the model loaded and serves ``documents`` documents, and then uses
     less than :data:`QUIET_CPU_S` of CPU over a second twice in a row (the lexicon read, the dense
-    index loaded, whatever else a start does in the background)."""
+    index loaded, whatever else a start does in the background). Returns their last statuses."""
     deadline = time.monotonic() + SERVE_READY_TIMEOUT_S
     while True:
         statuses = [s.tool("index_status", {}) for s in servers]
@@ -117,6 +122,7 @@ def wait_idle(servers: list[Server], documents: int) -> None:
         quiet = quiet + 1 if max(used) < QUIET_CPU_S else 0
         if time.monotonic() > deadline:
             raise SystemExit(f"the servers did not settle in time (CPU seconds per second: {used})")
+    return statuses
 
 
 def interleaved(sides: list[Side], queries: list[str], rounds: int) -> dict[int, dict[str, dict[str, Any]]]:
@@ -188,8 +194,13 @@ def main() -> None:
                 root.parent / f"side-by-side-{side.name}.stderr",
             )
         started = time.perf_counter()
-        wait_idle([s.server for s in sides if s.server is not None], documents)
-        print(f"both idle after           {time.perf_counter() - started:8.1f} s", flush=True)
+        statuses = wait_idle([s.server for s in sides if s.server is not None], documents)
+        graphs = statuses[0]["embedded"] > Settings(root=root).approximate_above
+        print(
+            f"both idle after           {time.perf_counter() - started:8.1f} s   "
+            f"({statuses[0]['embedded']:,} vectors{': each server built its own graph' if graphs else ''})",
+            flush=True,
+        )
         differ = interleaved(sides, queries, args.rounds)
     finally:
         for side in sides:
@@ -222,6 +233,10 @@ def main() -> None:
         print(f"  {queries[i][:70]!r}: {', '.join(fields)} differ")
         for name, result in results.items():
             print(f"    {name:<4} top hits {[(h['path'], h['score']) for h in result.get('hits', [])[:3]]}")
+    if graphs:
+        print(
+            "  (each server searches its own HNSW graph: an A/A run, --against src, shows what that alone changes)"
+        )
 
 
 if __name__ == "__main__":
