@@ -281,14 +281,7 @@ def check_schema(
     """
     where = f"{location} (schema {schema})"
     exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
-    tables = {
-        str(r[0])
-        for r in conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-            (schema,),
-        )
-    }
+    tables = postgres_schema.schema_tables(conn, schema)
     if not exists or not tables:
         found = "no schema" if not exists else "an empty schema"
         held = kb_names(conn)

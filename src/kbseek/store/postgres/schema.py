@@ -493,20 +493,24 @@ def updated_in_place(version: int) -> bool:
     return meta.updated_in_place(version, current=SCHEMA_VERSION, added=ADDED)
 
 
+def schema_tables(conn: psycopg.Connection[TupleRow], schema: str) -> set[str]:
+    """The names of the tables (and views) in ``schema``, whoever made them: what tells an index this
+    code made from a schema that holds something else."""
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+        (schema,),
+    )
+    return {str(r[0]) for r in rows}
+
+
 def schema_version(conn: psycopg.Connection[TupleRow], schema: str, *, location: str) -> int | None:
     """The recorded version; ``None`` when there is no schema or an empty one (nothing to keep).
 
     A schema holding tables that are not kbseek's, or kbseek tables without a version, is refused
     rather than dropped: only a schema this code recognises as an index is ever rebuilt.
     """
-    tables = {
-        str(r[0])
-        for r in conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-            (schema,),
-        )
-    }
+    tables = schema_tables(conn, schema)
     if not tables:
         return None
     foreign = tables - set(TABLES)
