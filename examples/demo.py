@@ -1,6 +1,7 @@
 """Drive the installed ``kbseek serve`` over stdio with a real MCP client and print what an agent sees.
 
-Run by ``make demo`` after ``kbseek index --kb examples/kb``.
+Run by ``make demo`` after ``kbseek index --kb examples/kb``; ``python examples/demo.py KB`` serves
+another folder. Each search's question is printed above the hits it got.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def _script() -> str:
     return found
 
 
-async def main() -> None:
-    params = StdioServerParameters(command=_script(), args=["serve", "--kb", str(KB)])
+async def main(kb: Path = KB) -> None:
+    params = StdioServerParameters(command=_script(), args=["serve", "--kb", str(kb)])
     async with Client(params) as client:
         tools = await client.list_tools()
         print("tools:", ", ".join(t.name for t in tools.tools))
@@ -44,6 +45,7 @@ async def main() -> None:
         for query in QUERIES:
             result = await client.call_tool("search", {"query": query, "limit": 3})
             print()
+            print(f"search: {query}")
             print(result.content[0].text)
         first = await client.call_tool("search", {"query": QUERIES[0], "limit": 1})
         hits = (first.structured_content or {}).get("hits", [])
@@ -54,4 +56,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else KB))
