@@ -36,6 +36,7 @@ from kbseek.responses import (
     TopicsResponse,
 )
 from kbseek.search_query import SearchQuery
+from kbseek.server.argument_errors import argument_refusal, boolean_for_number
 from kbseek.server.prompts import register_prompts
 from kbseek.server.resources import KbServer
 from kbseek.server.slots import slotted
@@ -73,7 +74,7 @@ the server instructions."""
 SDK_PREFIX_CHARS = 100
 """Room for the SDK's ``Error executing tool <name>: `` before a tool's own (already bounded) error."""
 
-QueryArg = Annotated[str, Field(description="A question or keywords, any language.")]
+QueryArg = Annotated[str, Field(description="A question or keywords, any language; none with sort=newest.")]
 PathPrefixArg = Annotated[str | None, Field(description="Only under this folder.")]
 TagsArg = Annotated[list[str] | None, Field(description="Only documents with all these tags.")]
 GlobsArg = Annotated[list[str] | None, Field(description="runbooks/**, *.pdf …")]
@@ -232,9 +233,15 @@ class _BoundedServer(KbServer):
         tool = self._tool_manager.get_tool(name)
         _refuse_unknown_arguments(tool, arguments)
         _refuse_numbers_in_other_digits(tool, arguments)
+        if tool is not None and isinstance(arguments, dict):
+            refused = boolean_for_number(name, arguments, tool.parameters or {})
+            if refused:
+                raise ToolError(refused)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
+            if tool is not None and isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_refusal(name, exc.__cause__, tool.parameters or {})) from None
             text = str(exc)
             if len(text) <= ERROR_CHARS + SDK_PREFIX_CHARS:
                 raise
@@ -337,7 +344,7 @@ def _kb(ctx: Context) -> KnowledgeBase:
 @slotted
 def search(
     ctx: Context,
-    query: QueryArg,
+    query: QueryArg = "",
     limit: int | None = None,
     path_prefix: PathPrefixArg = None,
     tags: TagsArg = None,
