@@ -62,10 +62,10 @@ class SearchHit(BaseModel):
     path: str
     heading_path: list[str]
     """The document title, then the headings down to the section the snippet shows."""
-    score: float = Field(description="Comparable within one answer.")
+    score: float = Field(description="Compare within one answer.")
     snippet: str
     """Display text (markup left out) centred on the matches; fetch returns the text as written."""
-    highlights: list[list[int]] = Field(default_factory=list, description="[start, end) in the snippet.")
+    highlights: list[list[int]] = Field(default_factory=list, description="[start, end) of snippet.")
     start: int
     """The chunk's character offsets in the document, ``start`` and ``end``."""
     end: int
@@ -194,7 +194,7 @@ class IndexProgress(BaseModel):
     as of the latest count; both are null until something is done in measurable time.
     """
 
-    phase: str = Field(description="'scan', 'parse', 'embed' or 'graph'.")
+    phase: str = Field(description="scan, parse, embed or graph.")
     done: int
     total: int | None
     """Null while the scan is still counting."""
@@ -202,7 +202,7 @@ class IndexProgress(BaseModel):
     """``files`` or ``chunks``."""
     rate: float | None
     """Items per second in this phase so far."""
-    eta: float | None = Field(description="Seconds left.")
+    eta: float | None = Field(description="Seconds.")
 
 
 class StatusResponse(BaseModel):
@@ -234,7 +234,7 @@ class StatusResponse(BaseModel):
     warnings: list[SkippedFile]
     last_error: str | None = None
     fields: Annotated[dict[str, dict[str, int]], WithJsonSchema({"type": "object"})] = Field(
-        default_factory=dict, description="For search(where=): field: {common value: documents}."
+        default_factory=dict, description="For where: {field: {value: documents}}."
     )
     """Front-matter fields, those most documents have first, each with its commonest values (as
     ``where`` compares them: folded) and how many documents hold each. Its schema says only "an

@@ -115,3 +115,33 @@ async def test_a_listing_of_the_newest_needs_no_query(core: KnowledgeBase) -> No
     assert not newest.is_error and newest.structured_content is not None
     assert len(newest.structured_content["hits"]) == 3
     assert empty.is_error and "query is empty" in empty.content[0].text  # type: ignore[union-attr]
+
+
+# -- what the schema tells an agent before it calls ---------------------------------------------------
+
+
+async def test_every_argument_says_what_it_is_for_its_default_and_its_bounds(core: KnowledgeBase) -> None:
+    """An agent read the cap of 50 only from a "clamped" note after the fact, and some hosts' function
+    calling refuses the type arrays an optional argument used to have (``["integer", "null"]``)."""
+    async with Client(build_server(core)) as client:
+        tools = (await client.list_tools()).tools
+    limits = core.limits
+    for tool in tools:
+        schema = tool.input_schema
+        required = set(schema.get("required", []))
+        for name, node in schema.get("properties", {}).items():
+            where = f"{tool.name}.{name}"
+            assert node.get("description"), where
+            assert isinstance(node.get("type"), str) and "anyOf" not in node, where
+            if node["type"] in ("integer", "boolean") or "enum" in node:
+                assert name in required or "default" in node, where
+            if node["type"] == "integer":
+                assert "minimum" in node, where
+    search = next(t for t in tools if t.name == "search").input_schema["properties"]
+    assert (search["limit"]["default"], search["limit"]["maximum"]) == (
+        limits.default_limit,
+        limits.max_limit,
+    )
+    assert "owner" in search["where"]["description"]  # a working form: {"exists": true} alone names no field
+    related = next(t for t in tools if t.name == "related").input_schema["properties"]
+    assert "not both" in related["path"]["description"] and "not both" in related["chunk_id"]["description"]

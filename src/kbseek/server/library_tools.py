@@ -124,7 +124,7 @@ def _max_chars(library: Library) -> int:
 @slotted
 def search(
     ctx: Context,
-    query: tools.QueryArg = "",
+    query: tools.QueryArg = None,
     kb: Annotated[str | list[str] | None, KB_ARG] = None,
     limit: int | None = None,
     path_prefix: tools.PathPrefixArg = None,
