@@ -22,7 +22,7 @@ from kbseek.facade.request import search_request
 from kbseek.facade.response_cap import Measure, fit_search, json_size
 from kbseek.facade.retrieval import Retrieval
 from kbseek.facade.runner import IndexListener, IndexRunner
-from kbseek.facade.semantic import SemanticLeg
+from kbseek.facade.semantic import SEARCH_PATIENCE, SemanticLeg
 from kbseek.filters import Filters
 from kbseek.ingest.copying import CopyReport
 from kbseek.ingest.indexer import IndexReport
@@ -234,7 +234,7 @@ class KnowledgeBase:
             query, limit=limit, filters=filters, sort=sort, snippet_chars=snippet_chars, explain=explain,
             also=also,
         )  # fmt: skip
-        self._semantic.ensure_loaded()
+        self._semantic.ensure_loaded(SEARCH_PATIENCE)
         self._runner.refresh()
         r = self._retrieval.search(search_request(self.limits, asked), self.summary, scale)
         return r if measure is None else fit_search(r, self.limits.max_response_chars, measure)
@@ -242,7 +242,7 @@ class KnowledgeBase:
     def keyword_scale(self, query: SearchQuery) -> KeywordScale:
         """This collection's keyword legs for ``query`` and its best match: ``Library.search`` passes each
         collection its own, sharing the widest (``KeywordScale.sharing``), so each leg runs once (0037)."""
-        self._semantic.ensure_loaded()
+        self._semantic.ensure_loaded(SEARCH_PATIENCE)
         self._runner.refresh()
         return self._retrieval.keyword_scale(search_request(self.limits, query))
 

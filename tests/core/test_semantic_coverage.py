@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kbseek import KnowledgeBase
 from kbseek.config import Settings
 from tests.fakes import FakeEmbedder
@@ -74,12 +76,15 @@ def test_status_without_the_model_names_an_index_of_another_model(kb_root: Path)
         looker.close()
 
 
-def test_a_server_loading_its_model_still_says_loading(kb_root: Path) -> None:
+def test_a_server_loading_its_model_still_says_loading(
+    kb_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("kbseek.kb.SEARCH_PATIENCE", 0.2)  # a search waits this long for the model
     release = threading.Event()  # the model's load waits until the test lets it go: still coming up
     core = semantic_core(kb_root, FakeEmbedder(gate=release))
     try:
         core.index(embed=False)
-        core.start_background()  # the model loads on the server's own thread; calls do not wait for it
+        core.start_background()  # the model loads on the server's own thread; status does not wait
         assert core.status().semantic == "loading"
         assert core.search("rollback").legs.semantic == "loading"
     finally:
@@ -149,4 +154,24 @@ def test_every_search_note_has_its_code(kb_root: Path) -> None:
         assert r.note_codes == ["more_hits"]
         assert core.search("zzqx nothing").note_codes[-1] == "empty"
     finally:
+        core.close()
+
+
+def test_a_search_arriving_while_the_model_loads_waits_for_it_a_bounded_time(
+    kb_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot client (a script, an inspector, a host's first call) searched before the model was
+    up and got keywords only, every time: the search now waits for the load, within a bound."""
+    monkeypatch.setattr("kbseek.kb.SEARCH_PATIENCE", 5.0)
+    release = threading.Event()
+    core = semantic_core(kb_root, FakeEmbedder(gate=release))
+    try:
+        core.index(embed=False)
+        core.start_background()
+        threading.Timer(0.3, release.set).start()  # the model comes up while the search waits
+        r = core.search("rollback")
+        # up, with no vectors yet (indexed without the model): "partial", never "loading"
+        assert r.legs.semantic == "partial" and "semantic_loading" not in r.note_codes
+    finally:
+        release.set()
         core.close()

@@ -94,12 +94,15 @@ async def test_the_learned_ranking_says_what_moved_each_hit(
     assert "learned: " in text[0].text  # type: ignore[union-attr]
 
 
-async def test_search_answers_lexically_while_the_model_loads(example_root: Path) -> None:
+async def test_search_answers_lexically_while_the_model_loads(
+    example_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("kbseek.kb.SEARCH_PATIENCE", 0.2)  # a search waits this long, then answers
     gate = threading.Event()  # the model's load waits for the test, then fails: a server's first seconds
     held = FakeEmbedder(gate=gate, fail="the test is over")
     core = KnowledgeBase(settings=Settings(root=example_root), embedder=held)
     core.index(embed=False)
-    core.start_background()  # what a server does: the model loads on a thread; searches do not wait
+    core.start_background()  # what a server does: the model loads on a thread; a search waits a while
     try:
         data = await search(core, "rollback")
         assert data["legs"] == {"lexical": "ok", "semantic": "loading"}

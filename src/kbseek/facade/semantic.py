@@ -146,6 +146,14 @@ class GraphBuild:
         return f"building the approximate vector index: {self.progress.describe()}; {meanwhile}"
 
 
+SEARCH_PATIENCE = 8.0
+"""Seconds a search waits for a model the server is loading in the background. The bundled model
+loads in 2.2–2.8 s on 2 busy cores (``KnowledgeBase._semantic.load()`` on the example notes), so a
+one-shot client's first search (a script, an inspector, a host's first call) is answered by both
+legs; a model still not up after about three times that is slow or stuck, and the search answers by
+keywords, saying so."""
+
+
 class SemanticLeg:
     """The embedder and dense index of one knowledge base, loaded on demand, and their honest state."""
 
@@ -308,18 +316,23 @@ class SemanticLeg:
         """Nobody has asked for the model yet: loading it is still a cost that can be avoided."""
         return self.embedder is not None and self._phase is _Phase.IDLE
 
-    def ensure_loaded(self) -> None:
+    def ensure_loaded(self, patience: float = 0.0) -> None:
         """Load the model if nobody has asked for it yet; called by ``index()`` and ``search()``.
 
-        Waits for a load another caller started, but never for the server's background load:
-        a server answers by keywords while its model comes up, and says so.
+        Waits for a load another caller started. The server's background load is waited for only
+        ``patience`` seconds: a search that arrives while the model comes up (a one-shot client's
+        first call) gets both legs if the model is up by then, and keywords with a note saying so if
+        it is not.
         """
         if self.embedder is None:
             return
         if self._phase is _Phase.IDLE:
             self.load()
-        elif self._phase is _Phase.LOADING and not self._background:
-            self._settled.wait()
+        elif self._phase is _Phase.LOADING:
+            if not self._background:
+                self._settled.wait()
+            elif patience > 0:
+                self._settled.wait(patience)
 
     def loading_in_background(self) -> None:
         """Say the model is loading before the thread that loads it is scheduled (a server's start)."""
