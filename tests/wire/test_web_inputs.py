@@ -223,3 +223,31 @@ def test_the_installed_server_refuses_the_same_inputs(served: str) -> None:
     assert status == 400 and "its digits must be ASCII (0-9); write after=2026-03-01" in body["error"]
     status, body = get(f"{served}/api/search?q=rollback&snippet_chars=" + "x" * 10_000)
     assert status == 400 and len(body["error"]) < 500
+
+
+# -- explain and the collection named ----------------------------------------------------------------
+
+
+async def test_explain_gives_each_hit_its_legs_ranks_and_scores(kb: KnowledgeBase) -> None:
+    """The page's API ignored ``explain``: every hit said ``"explain": null`` whatever was asked."""
+    plain_status, plain = await api(kb, "/api/search?q=rollback")
+    status, explained = await api(kb, "/api/search?q=rollback&explain=true")
+    assert plain_status == status == 200
+    assert plain["hits"][0]["explain"] is None
+    assert explained["hits"][0]["explain"]["lexical_rank"] == 1
+    bad_status, bad = await api(kb, "/api/search?q=rollback&explain=maybe")
+    assert bad_status == 400 and "explain must be true or false" in bad["error"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/search?q=rollback&kb=nope", "/api/status?kb=nope", "/api/topics?kb=nope"]
+)
+async def test_a_collection_the_server_does_not_hold_is_refused_with_one_knowledge_base_too(
+    kb: KnowledgeBase, path: str
+) -> None:
+    """With several collections an unknown ``kb=`` was a 400; with one it was ignored, so a caller that
+    believed it had chosen a collection read this one's answer."""
+    status, answer = await api(kb, path)
+    assert status == 400 and answer["error"] == "no collection 'nope': the collections are kb"
+    own_status, _ = await api(kb, "/api/search?q=rollback&kb=kb")
+    assert own_status == 200

@@ -37,7 +37,7 @@ from kbseek.search_query import SearchQuery
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
 from kbseek.server.tool_results import ERROR_CHARS
-from kbseek.text.quoting import ECHO_CHARS, bounded_middle
+from kbseek.text.quoting import ECHO_CHARS, bounded_middle, shown_value
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
@@ -65,6 +65,18 @@ def _int_param(request: Request, name: str) -> int | None:
     if raw is None or raw == "":
         return None
     return whole_number_argument(name, raw)
+
+
+def _flag(request: Request, name: str) -> bool:
+    """A true-or-false parameter, as strictly as a number is read (decision 0048): absent is false."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return False
+    if raw in ("true", "1"):
+        return True
+    if raw in ("false", "0"):
+        return False
+    raise InvalidArgument(f"{name} must be true or false (or 1 or 0), not {shown_value(raw)}")
 
 
 def query_text_error(query_string: bytes) -> str | None:
@@ -164,15 +176,29 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
     """The page and its API over ``kb``, or over ``library``'s collections when it is given (``kb`` is
     then its default)."""
 
+    served = collection_name(kb.root) if kb.root else "kb"
+    """The name of the one knowledge base served without a library, as ``/api/collections`` gives it."""
+
+    def only_served(names: list[str]) -> None:
+        """With one knowledge base, a ``kb=`` naming another is refused as a library refuses it: a
+        caller that believed it had chosen a collection would otherwise read this one's answer."""
+        unknown = [n for n in names if n != served]
+        if unknown:
+            raise InvalidArgument(
+                f"no collection {', '.join(map(repr, unknown))}: the collections are {served}"
+            )
+
     def chosen(request: Request) -> KnowledgeBase:
         """The one knowledge base a read addresses: ``kb=``, or the default."""
         name = request.query_params.get("kb") or None
-        return library[library.pick_one(name)] if library is not None else kb
+        if library is not None:
+            return library[library.pick_one(name)]
+        only_served([name] if name else [])
+        return kb
 
     def collections_answer() -> BaseModel:
         if library is None:
-            name = collection_name(kb.root) if kb.root else "kb"
-            return Collections(default=name, collections=[_collection(name, kb)])
+            return Collections(default=served, collections=[_collection(served, kb)])
         return Collections(default=library.default, collections=[_collection(n, k) for n, k in library])
 
     async def asset(request: Request) -> Response:
@@ -193,9 +219,11 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
             asked = SearchQuery(
                 query, also=request.query_params.getlist("also"), filters=_filters(request), sort=sort,
                 limit=_int_param(request, "limit"), snippet_chars=_int_param(request, "snippet_chars"),
+                explain=_flag(request, "explain"),
             )  # fmt: skip
             if library is not None:  # several, or one: the library answers as the knowledge base would
                 return library.search(asked, kb=names or None)
+            only_served(names)
             return kb.search(asked)
 
         return await _answer(request, call)
