@@ -251,3 +251,18 @@ async def test_a_collection_the_server_does_not_hold_is_refused_with_one_knowled
     assert status == 400 and answer["error"] == "no collection 'nope': the collections are kb"
     own_status, _ = await api(kb, "/api/search?q=rollback&kb=kb")
     assert own_status == 200
+
+
+def test_the_router_s_404_and_405_are_json_naming_what_works(tmp_path: Path) -> None:
+    """They were plain text ("Not Found"), the one kind of answer a JSON client could not read."""
+    base = indexed_kb(tmp_path / "kb", NOTES)
+    base.close()
+    with serving(tmp_path / "kb") as port:
+        missing = httpx2.get(f"http://127.0.0.1:{port}/api/nope")
+        posted = httpx2.post(f"http://127.0.0.1:{port}/api/search?q=rollback")
+    assert missing.status_code == 404 and missing.headers["content-type"] == "application/json"
+    assert missing.json()["error"].startswith(
+        "nothing is at /api/nope: the API's routes are /api/collections"
+    )
+    assert posted.status_code == 405 and "GET" in posted.headers["allow"]
+    assert posted.json() == {"error": "POST is not answered on /api/search: send GET (or HEAD)"}

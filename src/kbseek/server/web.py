@@ -24,6 +24,7 @@ from urllib.parse import unquote_to_bytes
 
 from pydantic import BaseModel
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -268,4 +269,19 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
         Route("/api/related", related),
         Route("/api/collections", collections),
     ]
-    return Starlette(routes=routes)
+    api = sorted(r.path for r in routes if r.path.startswith("/api/"))
+
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        """The router's 404 and 405 as JSON, like every other answer, naming what would have worked."""
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            answer = _error(
+                405, f"{request.method} is not answered on {request.url.path}: send GET (or HEAD)"
+            )
+            answer.headers.update(exc.headers or {})
+            return answer
+        return _error(
+            exc.status_code, f"nothing is at {request.url.path}: the API's routes are {', '.join(api)}"
+        )
+
+    return Starlette(routes=routes, exception_handlers={404: unrouted, 405: unrouted})
