@@ -171,9 +171,11 @@ def search_text(r: SearchResponse, token: str | None = None, *, brief: bool = Fa
     if not brief:
         legs = f"lexical {r.legs.lexical}, semantic {r.legs.semantic}"
         head += f" for {r.query!r}" + "".join(f" / {a!r}" for a in r.also) + f" ({legs})"
-    if r.low_confidence and r.hits:
+    notes = list(r.notes)
+    doubt = [notes.pop(r.note_codes.index("low_confidence"))] if "low_confidence" in r.note_codes else []
+    if r.low_confidence and r.hits and not doubt:
         head += " — low confidence: the knowledge base may not cover this"
-    return "\n".join([head, *_hit_lines(r, token), *_notes(r.notes)])
+    return "\n".join([head, *_notes(doubt), *_hit_lines(r, token), *_notes(notes)])  # why, before the hits
 
 
 def _hit_lines(r: SearchResponse, token: str) -> list[str]:

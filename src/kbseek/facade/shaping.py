@@ -109,6 +109,9 @@ def search_response(
             + ": the hits match the rest of the query"
         )
         codes.append("absent_names")
+    if result.low_confidence and result.hits and result.doubt:
+        notes.append(f"low confidence: {result.doubt}")
+        codes.append("low_confidence")
     if (
         result.low_confidence
         and result.hits

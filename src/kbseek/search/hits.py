@@ -42,6 +42,9 @@ class PipelineResult:
     more_available: bool
     """True when more de-duplicated hits existed than ``limit`` allowed."""
     low_confidence: bool
+    doubt: str | None = None
+    """Why ``low_confidence`` was raised over hits the caller can see, in words (``None``: it was not,
+    or a name no note mentions says it, ``absent_names``)."""
     compiled_also: tuple[CompiledQuery, ...] = ()
     """The terms of each alternative phrasing, in the order of ``SearchRequest.also``."""
     absent_names: tuple[str, ...] = ()

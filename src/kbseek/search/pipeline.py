@@ -184,11 +184,12 @@ def _ranked(
         heading = heading_at(rows[f.rowid].heading_path, sections.get(f.rowid, ()), snippet)
         rerank_score, fused_score = reranked.get(f.rowid, (None, None))
         hits.append(RankedHit(rows[f.rowid], snippet, f, heading, rerank_score, fused_score))
-    low = not hits or _low_overall(store, per, rows)
+    doubt = _doubt(store, per, rows) if hits else None
     absent = tuple(dict.fromkeys(name for p in per for name in p.absent))
     return PipelineResult(
-        hits, compiled[0], dense is not None, more, low, tuple(compiled[1:]), absent, rerank_note
-    )
+        hits, compiled[0], dense is not None, more, not hits or doubt is not None,
+        None if absent else doubt, tuple(compiled[1:]), absent, rerank_note,
+    )  # fmt: skip
 
 
 def _view(
@@ -332,46 +333,56 @@ def _rank_one(
     return _Ranked(ranked, compiled, cov, dense_hits[0][1] if dense_hits else None)
 
 
-def _low_overall(store: Store, per: Sequence[_Ranked], rows: dict[int, ChunkRow]) -> bool:
-    """Whether a search's best hits are too weak to answer from.
+def _doubt(store: Store, per: Sequence[_Ranked], rows: dict[int, ChunkRow]) -> str | None:
+    """Why a search's best hits are too weak to answer from, in words; ``None`` when they are not.
 
     One phrasing: its own verdict. Several (``also``): confident only when two phrasings are each
     confident *and* their best hits are in the same document. A search with four phrasings used to
     be confident when any one was, and one keyword form's strong match on the collection's ordinary
     words made most unanswerable questions look answered; phrasings that agree are what an answer
-    looks like (docs/decisions/0029).
+    looks like (docs/decisions/0029). The reason is given because a caller sees the ranking: a
+    strong first hit flagged without one read as a contradiction.
     """
     if len(per) == 1:
-        return _low_confidence(store, per[0], rows)
+        return _weak(store, per[0], rows)
     confident: dict[int, int] = {}
     for phrasing in per:
         top = _top(phrasing, rows)
-        if top is not None and not _low_confidence(store, phrasing, rows):
+        if top is not None and _weak(store, phrasing, rows) is None:
             document = rows[top].document_id
             confident[document] = confident.get(document, 0) + 1
-    return max(confident.values(), default=0) < 2
+    if max(confident.values(), default=0) >= 2:
+        return None
+    strong = sum(confident.values())
+    found = "no phrasing" if not strong else "one phrasing" if strong == 1 else f"{strong} phrasings"
+    return f"{found} of {len(per)} found a strong best hit, no two in one document"
 
 
 def _top(phrasing: _Ranked, rows: dict[int, ChunkRow]) -> int | None:
     return next((f.rowid for f in phrasing.ranked if f.rowid in rows), None)
 
 
-def _low_confidence(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) -> bool:
-    """Whether one phrasing's own best hit is weak.
+def _weak(store: Store, phrasing: _Ranked, rows: dict[int, ChunkRow]) -> str | None:
+    """Why one phrasing's own best hit is weak, in words; ``None`` when it is not.
 
     Reuses the fusion's coverage scores; only a top hit the lexical leg did not rank needs a lookup.
     """
     top = _top(phrasing, rows)
     if top is None:
-        return True
+        return "nothing matched"
     known = phrasing.coverage
     cov = known[top] if top in known else lexical_coverage(store, phrasing.compiled, [top]).get(top, 0.0)
-    return is_low_confidence(
-        has_hits=True,
-        top_similarity=phrasing.best_similarity,
-        top_coverage=cov,
-        names_absent=bool(phrasing.absent),
-    )
+    similarity = phrasing.best_similarity
+    if not is_low_confidence(
+        has_hits=True, top_similarity=similarity, top_coverage=cov, names_absent=bool(phrasing.absent)
+    ):
+        return None
+    if phrasing.absent:
+        return "it names something no note mentions"
+    words = f"best hit has {cov:.0%} of query words"
+    if similarity is None:
+        return words
+    return f"{words}, similarity {similarity:.2f}"
 
 
 def _absent_names(store: Store, phrasing: str) -> tuple[str, ...]:
