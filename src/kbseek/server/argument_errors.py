@@ -128,20 +128,18 @@ def _plural(words: str) -> str:
     return {"text": "texts", "a whole number": "whole numbers", "a number": "numbers"}.get(words, words)
 
 
+_SENT: tuple[tuple[type, str], ...] = (
+    (bool, "true or false"),  # before int: a bool is an int in Python, never in JSON
+    (int, "a whole number"),
+    (float, "a number"),
+    (str, "text"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
 def _kind_of(value: object) -> str:
     """The JSON kind of what a caller sent, as the sentence names it."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "true or false"
-    if isinstance(value, int):
-        return "a whole number"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    return next((words for kind, words in _SENT if isinstance(value, kind)), type(value).__name__)
