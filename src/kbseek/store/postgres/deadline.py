@@ -45,7 +45,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 __all__ = [
-    "BULK", "CHECK", "READ", "WRITE", "Bound", "BoundedConnection", "BoundedCursor", "busy", "deadlines",
+    "BULK", "CHECK", "READ", "WRITE", "Bound", "BoundedConnection", "BoundedCursor", "busy", "cut", "deadlines",
 ]  # fmt: skip
 
 
@@ -219,6 +219,11 @@ class Deadlines:
                     _shut_down(conn)
                 upcoming = [at for at, _ in self._watched.values()]
                 self._cond.wait(timeout=(min(upcoming) - now) if upcoming else 60.0)
+
+
+def cut(conn: psycopg.Connection[Any]) -> bool:
+    """Whether :data:`deadlines` cut ``conn``: its error then means "the server did not answer"."""
+    return isinstance(conn, BoundedConnection) and conn.was_cut
 
 
 def _shut_down(conn: psycopg.Connection[Any]) -> None:

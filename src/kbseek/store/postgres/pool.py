@@ -36,7 +36,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kbseek.errors import ConfigError, StoreUnavailable
-from kbseek.store.postgres.deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy, deadlines
+from kbseek.store.postgres.deadline import CHECK, READ, WRITE, Bound, BoundedConnection, busy, cut, deadlines
 
 __all__ = [
     "BOUNDS", "LOAN_SECONDS", "Conn", "Connections", "bounded_options", "no_jit", "setup_connection",
@@ -235,7 +235,7 @@ class Connections:
             if not (conn.broken or conn.closed):
                 raise  # the statement failed, not the connection
             self._down.set()
-            if getattr(conn, "was_cut", False) and bound is not None:
+            if cut(conn) and bound is not None:
                 raise self._unavailable(f"no answer within {bound.client:g} s", lost=True) from exc
             raise self._unavailable(f"the connection was lost: {_cause(exc)}", lost=True) from exc
         finally:
@@ -298,7 +298,7 @@ class Connections:
             with deadlines.watching(conn, CHECK.client):
                 ConnectionPool.check_connection(conn)
         except psycopg.Error:
-            if getattr(conn, "was_cut", False):
+            if cut(conn):
                 self._last_cause = f"no answer within {CHECK.client:g} s"
                 self._down.set()
             raise
