@@ -24,6 +24,7 @@ from kbseek.errors import InvalidArgument
 from kbseek.filters import SearchFilters
 from kbseek.folding import ascii_lower
 from kbseek.globs import GlobMatcher, path_forms
+from kbseek.store.sqlite.reads import marks
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
@@ -39,10 +40,6 @@ def _matcher(glob: str) -> GlobMatcher:
 
 def _glob_matches(glob: str, path: str | None) -> bool:
     return path is not None and _matcher(glob).matches(ascii_lower(path))
-
-
-def _marks(values: tuple[object, ...] | list[object]) -> str:
-    return ",".join("?" * len(values))
 
 
 def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
@@ -75,7 +72,7 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
             params.extend((*likes, glob))
         clauses.append("(" + " OR ".join(either) + ")")
     if filters.types:
-        clauses.append(f"d.parser IN ({_marks(filters.types)})")
+        clauses.append(f"d.parser IN ({marks(filters.types)})")
         params.extend(filters.types)
     for tag in filters.tags:
         clauses.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(json_each.value) = lower(?))")
@@ -97,7 +94,7 @@ def filter_sql(filters: SearchFilters, params: list[object]) -> list[str]:
         sql = "SELECT document FROM document_fields WHERE field = ?"
         params.append(condition.field)
         if condition.values:
-            sql += f" AND value IN ({_marks(condition.values)})"
+            sql += f" AND value IN ({marks(condition.values)})"
             params.extend(condition.values)
         clauses.append(f"d.id {'' if condition.exists else 'NOT '}IN ({sql})")
     return clauses
@@ -199,7 +196,7 @@ def _passing_documents(conn: sqlite3.Connection, filters: SearchFilters) -> Ids:
         sql = "SELECT group_concat(document) FROM document_fields WHERE field = ?"
         params: list[object] = [condition.field]
         if condition.values:
-            sql += f" AND value IN ({_marks(condition.values)})"
+            sql += f" AND value IN ({marks(condition.values)})"
             params.extend(condition.values)
         ids = np.unique(_ids(conn.execute(sql, params).fetchone()[0]))
         (found if condition.exists else excluded).append(ids)

@@ -70,6 +70,12 @@ READS = ReadStatements(
 )
 
 
+def marks(values: Sequence[object]) -> str:
+    """The ``?`` placeholders of an ``IN (…)`` list of ``values`` (a short list; a long one is
+    :data:`EACH`'s)."""
+    return ",".join("?" * len(values))
+
+
 def parameters(params: Sequence[Any]) -> tuple[Any, ...]:
     """Parameters as SQLite binds them: a list travels as JSON, which the statement reads with
     ``json_each`` (:data:`EACH`)."""

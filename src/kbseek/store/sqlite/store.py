@@ -38,7 +38,7 @@ from kbseek.store.records import (
 )
 from kbseek.store.sqlite.filters import AllowedSet, SqliteFacts, register_functions
 from kbseek.store.sqlite.fts_match import match_expression
-from kbseek.store.sqlite.reads import READS, parameters
+from kbseek.store.sqlite.reads import READS, marks, parameters
 from kbseek.store.sqlite.schema import create_private, is_busy, open_schema
 from kbseek.store.sqlite.writer import SqliteWriter
 
@@ -235,7 +235,7 @@ class SqliteStore(IndexReader, SqliteFacts):
         for part in _batches(sorted(set(paths))):
             out.update(
                 (r[1], DocumentState(*r))
-                for r in self.conn.execute(f"{sql} WHERE path IN ({_marks(part)})", part)
+                for r in self.conn.execute(f"{sql} WHERE path IN ({marks(part)})", part)
             )
         for folder in folders:  # "a/" ≤ path < "a0": '0' follows '/', so this is the prefix as a range
             rows = self.conn.execute(f"{sql} WHERE path >= ? AND path < ?", (folder + "/", folder + "0"))
@@ -391,7 +391,7 @@ class SqliteStore(IndexReader, SqliteFacts):
             # Only terms the index holds are kept: a term it lacks is asked again, so a word just
             # written into a note is found at once (an absent name makes a search low-confidence).
             rows = self.conn.execute(
-                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({_marks(missing)})", missing
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks(missing)})", missing
             )
             cache.update((r[0], int(r[1])) for r in rows if int(r[1]) > 0)
         return {t: cache[t] for t in terms if cache.get(t)}
@@ -402,7 +402,7 @@ class SqliteStore(IndexReader, SqliteFacts):
         wanted = set(terms)
         out: dict[int, set[str]] = {r: set() for r in rowids}
         for part in _batches(rowids):
-            sql = f"SELECT rowid, heading, body FROM chunks_fts WHERE rowid IN ({_marks(part)})"
+            sql = f"SELECT rowid, heading, body FROM chunks_fts WHERE rowid IN ({marks(part)})"
             for rowid, heading, body in self.conn.execute(sql, part):
                 out[int(rowid)] = wanted.intersection([*heading.split(), *body.split()])
         return out
@@ -413,7 +413,3 @@ class SqliteStore(IndexReader, SqliteFacts):
 def _batches(ids: Sequence[Any]) -> Iterator[list[Any]]:
     for i in range(0, len(ids), BATCH):
         yield list(ids[i : i + BATCH])
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ",".join("?" * len(values))
