@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from kbseek.text.quoting import shown_value
 
-__all__ = ["argument_refusal", "boolean_for_number"]
+__all__ = ["argument_refusal", "boolean_for_number", "kinds"]
 
 _KINDS = {
     "string": "text",
@@ -52,19 +52,25 @@ def boolean_for_number(tool: str, arguments: Mapping[str, Any], schema: Mapping[
     """The refusal of ``true``/``false`` sent for a number, which pydantic would read as 1 or 0: JSON
     keeps the two kinds apart, and an agent that sent ``limit: true`` meant something else."""
     properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return None
     for name, value in arguments.items():
-        node = _without_null(properties.get(name, {})) if isinstance(properties, Mapping) else {}
-        if isinstance(value, bool) and isinstance(node, Mapping) and _number(node):
+        if isinstance(value, bool) and kinds(properties.get(name, {})) & {"integer", "number"}:
             return (
                 f"{tool}: {name} takes {accepted(properties[name])}, not {shown_value(value)} (true or false)"
             )
     return None
 
 
-def _number(node: Mapping[str, Any]) -> bool:
+def kinds(node: Any) -> set[str]:
+    """The JSON types a schema node allows: its ``type`` (one or a list) and its ``anyOf``'s."""
+    if not isinstance(node, Mapping):
+        return set()
     kind = node.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    return any(k in ("integer", "number") for k in kinds)
+    found = {k for k in (kind if isinstance(kind, list) else [kind]) if isinstance(k, str)}
+    for option in node.get("anyOf", []) if isinstance(node.get("anyOf"), list) else []:
+        found |= kinds(option)
+    return found
 
 
 def _property(schema: Mapping[str, Any], location: list[Any]) -> Mapping[str, Any]:

@@ -36,7 +36,7 @@ from kbseek.responses import (
     TopicsResponse,
 )
 from kbseek.search_query import SearchQuery
-from kbseek.server.argument_errors import argument_refusal, boolean_for_number
+from kbseek.server.argument_errors import argument_refusal, boolean_for_number, kinds
 from kbseek.server.argument_schema import argument_schema
 from kbseek.server.prompts import register_prompts
 from kbseek.server.resources import KbServer
@@ -259,17 +259,12 @@ def _refuse_numbers_in_other_digits(tool: Any, arguments: dict[str, Any]) -> Non
         return
     properties = (tool.parameters or {}).get("properties", {})
     for name, value in arguments.items():
-        if not isinstance(value, str) or not _is_integer(properties.get(name, {})):
+        if not isinstance(value, str) or "integer" not in kinds(properties.get(name, {})):
             continue
         try:
             whole_number_argument(name, value)
         except InvalidArgument as refused:
             raise ToolError(str(refused)) from None
-
-
-def _is_integer(schema: dict[str, Any]) -> bool:
-    kinds = [schema, *schema.get("anyOf", [])]
-    return any(isinstance(k, dict) and k.get("type") == "integer" for k in kinds)
 
 
 def _refuse_unknown_arguments(tool: Any, arguments: dict[str, Any]) -> None:
