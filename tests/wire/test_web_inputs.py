@@ -17,10 +17,12 @@ import httpx2
 import pytest
 
 from kbseek import KnowledgeBase
+from kbseek.config import Settings
 from kbseek.errors import InvalidArgument
 from kbseek.server.mcp import ERROR_CHARS
 from kbseek.server.web import build_web_app
 from tests.conftest import indexed_kb, write_notes
+from tests.fakes import FakeEmbedder
 from tests.wire.serving import get, serving
 
 pytestmark = pytest.mark.anyio
@@ -266,3 +268,39 @@ def test_the_router_s_404_and_405_are_json_naming_what_works(tmp_path: Path) -> 
     )
     assert posted.status_code == 405 and "GET" in posted.headers["allow"]
     assert posted.json() == {"error": "POST is not answered on /api/search: send GET (or HEAD)"}
+
+
+# -- status without the server's paths ------------------------------------------------------------------
+
+
+async def test_status_names_the_knowledge_base_and_its_index_without_the_servers_paths(
+    kb: KnowledgeBase,
+) -> None:
+    """``/api/status`` may be read from another machine (``--ui-allow-remote``): the folder's name and the
+    index's path inside it say which knowledge base it is, without the account and layout around it."""
+    assert kb.root is not None and kb.index_path.startswith(str(kb.root))  # the status the tool shows
+    status, body = await api(kb, "/api/status")
+    assert status == 200 and body["documents"] == len(NOTES)
+    assert body["root"] == kb.root.name
+    assert body["index_path"] == Path(kb.index_path).relative_to(kb.root).as_posix()
+    assert str(kb.root.parent) not in str(body)
+
+
+async def test_status_of_an_index_kept_elsewhere_names_its_file_and_scrubs_notes(tmp_path: Path) -> None:
+    """An index outside the knowledge base is named by its file; a note quoting the folder (here: nothing
+    indexable was found under it) quotes it by name."""
+    root = tmp_path / "private" / "empty-kb"
+    root.mkdir(parents=True)
+    index_dir = tmp_path / "elsewhere"
+    core = KnowledgeBase(settings=Settings(root=root, index_dir=index_dir, freshness_interval_s=0.0),
+                         embedder=FakeEmbedder())  # fmt: skip
+    try:
+        core.index()
+        assert any(str(root) in note for note in core.status().notes)  # the tool's own answer quotes it
+        status, body = await api(core, "/api/status")
+    finally:
+        core.close()
+    assert status == 200 and body["documents"] == 0
+    assert body["index_path"] == Path(core.index_path).name
+    assert any("empty-kb" in note for note in body["notes"]), body["notes"]
+    assert str(tmp_path) not in str(body)

@@ -19,6 +19,7 @@ neighbour on the network from opening it.
 
 from collections.abc import Callable
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -34,6 +35,7 @@ from kbseek.errors import InvalidArgument
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
 from kbseek.numbers import whole_number_argument
+from kbseek.responses import StatusResponse
 from kbseek.search_query import SearchQuery
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
@@ -158,6 +160,42 @@ def _collection(name: str, kb: KnowledgeBase) -> Collection:
     return Collection(name=name, root=kb.root.name if kb.root else None, documents=kb.summary().documents)
 
 
+def without_machine_paths(status: StatusResponse, root: Path | None) -> StatusResponse:
+    """The status as a caller over the network may see it: the knowledge base named by its folder's
+    name, the index by its path within the knowledge base (or its file name when it lives elsewhere),
+    and those paths written the same way wherever a note or error quotes them.
+
+    Where the server keeps its files is not the caller's business, and on a server opened to a team
+    (``--ui-allow-remote``) it tells a neighbour the account's name and the folder layout. A database
+    index's location is a URL already shown without its password, and is kept.
+    """
+    swaps: list[tuple[str, str]] = []
+    index = Path(status.index_path)
+    if index.is_absolute():
+        shown = index.name
+        if root is not None and index.is_relative_to(root):
+            shown = index.relative_to(root).as_posix()
+        swaps.append((status.index_path, shown))
+    if root is not None:
+        swaps += [(f"{root}/", ""), (str(root), root.name)]
+
+    def scrub(text: str | None) -> str | None:
+        for absolute, shown in swaps:
+            text = text.replace(absolute, shown) if text else text
+        return text
+
+    return status.model_copy(
+        update={
+            "root": root.name if root is not None else None,
+            "index_path": scrub(status.index_path),
+            "notes": [scrub(note) for note in status.notes],
+            "last_error": scrub(status.last_error),
+            "skipped": [f.model_copy(update={"reason": scrub(f.reason)}) for f in status.skipped],
+            "warnings": [f.model_copy(update={"reason": scrub(f.reason)}) for f in status.warnings],
+        }
+    )
+
+
 def _filters(request: Request) -> Filters:
     """A search's filters from the query string, each as the page's URL keeps it: repeated ``tag``,
     ``tag_any``, ``glob``, ``type`` and ``where`` (``field=value``, ``field``, ``!field``)."""
@@ -230,7 +268,11 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
         return await _answer(request, call)
 
     async def status(request: Request) -> Response:
-        return await _answer(request, lambda: chosen(request).status())
+        def call() -> BaseModel:
+            core = chosen(request)
+            return without_machine_paths(core.status(), core.root)
+
+        return await _answer(request, call)
 
     async def topics(request: Request) -> Response:
         return await _answer(request, lambda: chosen(request).topics())
