@@ -258,9 +258,19 @@ def test_in_chromium_the_empty_state_is_fully_visible_and_notes_read_for_people(
         page.wait_for_selector(".hit")
         page.wait_for_selector("#message:has-text('result')")
         said = page.text_content("#message")
-        assert "More results exist than are shown" in said and "pick a folder or tag" in said
+        assert (
+            "More results exist than are shown: add words, or pick a folder, a tag, a file type or dates"
+            in said
+        )
         for agent_words in ("raise limit", "path_prefix", "limit=", "clamped"):
             assert agent_words not in said
+        # What was picked is not offered again: the line tells the truth about what is left.
+        page.click("#types summary")
+        page.check("#type-boxes input[value='md']")
+        page.wait_for_selector("#message:has-text('pick a folder, a tag or dates')")
+        said = page.text_content("#message")
+        assert "file type" not in said  # every note is Markdown: more results still exist
+        page.uncheck("#type-boxes input[value='md']")
 
         page.fill("#q", "roll back the load balancer with Terraform")
         page.press("#q", "Enter")

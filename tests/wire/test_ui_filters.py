@@ -207,7 +207,7 @@ def _shown(page: object) -> list[tuple[str, str]]:
     """Each result's path and date, as the page shows them."""
     shown = page.eval_on_selector_all(  # type: ignore[attr-defined]
         ".hit > .where",
-        "els => els.map(e => [e.firstChild.textContent, e.querySelector('time.date').textContent])",
+        "els => els.map(e => [e.firstChild.textContent, e.querySelector('time.date').getAttribute('datetime')])",
     )
     return [(path, day) for path, day in shown]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from kbseek.facade.page import for_the_page
 from kbseek.library import Library
 from kbseek.server.web import build_web_app
 from tests.conftest import indexed_kb, write_notes
@@ -61,7 +62,7 @@ def test_a_search_over_both_is_the_librarys_merge_with_each_hits_collection(
 ) -> None:
     both = client.get("/api/search", params={"q": QUERY, "limit": 10})
     assert both.status_code == 200
-    assert both.json() == library.search(QUERY, limit=10).model_dump(mode="json")
+    assert both.json() == for_the_page(library.search(QUERY, limit=10), ranked=True).model_dump(mode="json")
     assert {h["kb"] for h in both.json()["hits"]} == {"notes", "docs"}
     assert both.json()["index"]["documents"] == 6
 
@@ -117,7 +118,9 @@ def test_one_knowledge_base_answers_as_before(tmp_path: Path) -> None:
         ):
             for c in (plain, one):
                 search = c.get("/api/search", params={"q": QUERY, "limit": 10})
-                assert search.json() == kb.search(QUERY, limit=10).model_dump(mode="json")
+                assert search.json() == for_the_page(kb.search(QUERY, limit=10), ranked=True).model_dump(
+                    mode="json"
+                )
                 assert all(h["kb"] is None for h in search.json()["hits"])
                 doc = c.get("/api/document", params={"path": "shared.md"})
                 assert doc.json() == kb.read_document("shared.md").model_dump(mode="json")

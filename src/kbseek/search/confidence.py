@@ -13,6 +13,8 @@ in docs/decisions/0020.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Chosen on examples/golden.yml with the default model (docs/decisions/0003) and checked on the tune
 # halves of the development sets (docs/decisions/0020): it is the 4th percentile of the best
 # similarity of answerable questions whose best hit covers under half their weight, so it flags few
@@ -34,3 +36,53 @@ def is_low_confidence(
     if top_similarity is None:  # lexical only: weak when the best hit matched little of the query
         return True
     return top_similarity < MIN_SIMILARITY
+
+
+# Where a page stops listing: hits scoring under this share of the best hit's score are the tail a
+# person scrolls past; the first FEW_DOCUMENTS documents are listed whatever their scores. Chosen on
+# the tune halves of the development sets (benchmarks/page_cut.py): the rule listing fewest documents
+# while keeping, for at least 95% of the answerable questions, an expected document the full list of
+# 20 held. Keeping more documents did not keep more answers on tune, so FEW_DOCUMENTS is the best one.
+# The held-out halves' numbers are in docs/quality.md.
+STRONG_SHARE = 0.6
+FEW_DOCUMENTS = 1
+CLOSE_SHARE = 0.8
+"""A hit within this share of the best one reads as strong as it (a display choice, not measured)."""
+
+
+def confident_count(
+    hits: Sequence[tuple[str, float]], *, share: float = STRONG_SHARE, few: int = FEW_DOCUMENTS
+) -> int:
+    """How many of the ranked ``hits`` (each its document and score, in rank order) to show before the
+    ranking's confidence falls away: through the last hit within ``share`` of the best score, and
+    at least through the first hit of the ``few``-th document.
+
+    The scores are fused ones (``search.fusion``): they compare within one answer, not across
+    searches, so the cut is relative to the best hit. A page that fills itself with twenty passages
+    of eighteen notes when one note answers buries that note; an agent reads the scores itself.
+    """
+    if not hits:
+        return 0
+    floor = max(score for _, score in hits) * share
+    seen: set[str] = set()
+    through = 0
+    for i, (document, score) in enumerate(hits):
+        if len(seen) < few and document not in seen:
+            seen.add(document)
+            through = i
+        if score >= floor:
+            through = max(through, i)
+    return through + 1
+
+
+def relevance(score: float, best: float, *, low_confidence: bool) -> str:
+    """A hit's relevance as a word a person reads at a glance: ``strong``, ``fair`` or ``weak``.
+
+    Relative to the best hit, because fused scores mean nothing across searches; and never
+    ``strong`` when the search's best hit is itself weak (``low_confidence``), so a page does not
+    call a hit strong beside "the knowledge base may not cover this".
+    """
+    ratio = score / best if best > 0 else 0.0
+    if ratio >= CLOSE_SHARE and not low_confidence:
+        return "strong"
+    return "fair" if ratio >= STRONG_SHARE else "weak"

@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from kbseek import Filters, KnowledgeBase
 from kbseek.errors import InvalidArgument
+from kbseek.facade.page import for_the_page
 from kbseek.filters import where_from_text
 from kbseek.library import Library, collection_name
 from kbseek.numbers import whole_number_argument
@@ -44,6 +45,7 @@ from kbseek.text.quoting import ECHO_CHARS, bounded_middle, shown_value
 
 ASSETS = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
+    "/ui/messages.js": ("messages.js", "text/javascript; charset=utf-8"),
     "/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/ui/app.css": ("app.css", "text/css; charset=utf-8"),
 }
@@ -261,9 +263,9 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
                 explain=_flag(request, "explain"),
             )  # fmt: skip
             if library is not None:  # several, or one: the library answers as the knowledge base would
-                return library.search(asked, kb=names or None)
+                return for_the_page(library.search(asked, kb=names or None), ranked=sort == "relevance")
             only_served(names)
-            return kb.search(asked)
+            return for_the_page(kb.search(asked), ranked=sort == "relevance")
 
         return await _answer(request, call)
 

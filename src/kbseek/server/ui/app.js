@@ -1,11 +1,11 @@
 // The kbseek web page. Everything it shows comes from /api/*, the same core calls as the MCP tools.
 // Document text is only ever placed with textContent / text nodes: a note holding markup is shown,
-// never run. No external assets, so the page works offline.
+// never run. No external assets, so the page works offline. Its words are in messages.js, loaded
+// first, in the browser's language (words(), formatDay(), LANG).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kbseek-token";
-const HINT = "Ask a question or type some keywords, in English or 日本語. Each result links to the note it comes from.";
 let statusTimer = null;
 let openDoc = null; // {path, next, kb}
 let collections = []; // the collections' names when the server holds several; empty with one
@@ -13,12 +13,11 @@ let defaultCollection = ""; // the one the status band describes when there are 
 let extras = []; // [name, value] filters the address holds that no control shows (chips; see renderExtras)
 
 // The file types a search can be narrowed to: the parsers' names, as /api/search takes them in ``type``.
-const TYPES = [["md", "Markdown"], ["txt", "Text"], ["pdf", "PDF"], ["docx", "Word"], ["xlsx", "Excel"],
-  ["pptx", "PowerPoint"], ["html", "HTML"], ["ipynb", "Notebook"]];
+const TYPES = ["md", "txt", "pdf", "docx", "xlsx", "pptx", "html", "ipynb"];
 // Filters /api/search takes that the page has no control for: an address holding them (shared, or
 // written by hand) keeps them, sends them, and shows each as a chip that removes it.
 const EXTRA_KEYS = ["tag_any", "glob", "where"];
-const EXTRA_LABELS = { tag_any: "any tag", glob: "path", where: "field", after: "from", before: "to", type: "type" };
+let shownAnswer = null; // the last search's answer and how it is listed: {r, listing, all}
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -29,13 +28,8 @@ function el(tag, className, text) {
 
 class Unauthorized extends Error {}
 
-// "1 note", "2 notes": a count in words, never "1 notes".
-function plural(n, noun, many) {
-  return `${n} ${n === 1 ? noun : many || noun + "s"}`;
-}
-
 // Notes whose words for people already say the results are weak, and why.
-const WEAK_NOTES = new Set(["absent_names", "try_other_language"]);
+const WEAK_NOTES = new Set(["absent_names", "try_other_language", "low_confidence"]);
 
 // The server's notes are written for agents ("raise limit or narrow with path_prefix/tags"). Each
 // comes with a machine-readable kind (note_codes), which this page says in words for people; a kind
@@ -46,28 +40,28 @@ function noteForPeople(code, note, r, filtered, listing) {
   switch (code) {
     case "clamped":
       return null; // the page's own request was adjusted to the server's caps: nothing for a person to do
-    case "absent_names":
-      return note.replace(/^no note (?:in the knowledge base )?mentions (.*): the hits .*$/s,
-        "No note mentions $1, so these results may not answer the question.");
+    case "absent_names": {
+      const named = /^no note (?:in the knowledge base )?mentions (.*): the hits /s.exec(note);
+      return named ? words("absentNames", named[1]) : note;
+    }
     case "try_other_language":
-      return "These results are weak matches. If the answer may be written in the other language, " +
-        "try the search in that language too.";
-    case "more_hits":
-      return listing
-        ? "Only the newest are shown: pick a folder, tag, file type or dates to see others."
-        : "More results exist than are shown: add words, or pick a folder or tag, a file type or dates " +
-          "to narrow the search.";
+      return words("otherLanguage");
+    case "low_confidence":
+      return words("lowConfidence"); // its reason (shares of words, similarity) is for agents
+    case "more_hits": {
+      const pick = unpicked();
+      return listing ? words("newestOnly", pick) : words("moreExist", pick);
+    }
     case "terms_dropped":
-      return "The search had too many words, so only the first ones were used: try a shorter search.";
+      return words("termsDropped");
     case "cut_to_fit":
-      return "Some results were left out to keep the page short: narrow the search to see them.";
+      return words("cutToFit");
     case "semantic_loading":
-      return "Search by meaning is still starting, so these results match your words only.";
+      return words("semanticLoading");
     case "semantic_partial":
-      return `Search by meaning covers ${r.index.embedded} of ${plural(r.index.chunks, "passage")} so far; ` +
-        "the rest are matched by their words only until indexing finishes.";
+      return words("semanticPartial", r.index.embedded, r.index.chunks);
     case "semantic_unavailable":
-      return "Search by meaning is unavailable, so results match your words only (kbseek status says why).";
+      return words("semanticUnavailable");
     case "empty":
       return nothingFound(r, filtered, /^no document matches the filters/.test(note));
     default:
@@ -75,22 +69,25 @@ function noteForPeople(code, note, r, filtered, listing) {
   }
 }
 
+// The controls that could still narrow a search, as "a folder, a tag or dates": a "more results"
+// line that tells a person to pick what they already picked is not true.
+function unpicked() {
+  const left = [];
+  if (!$("prefix").value && $("prefix").options.length > 1) left.push(words("pickable").folder);
+  if (!$("tag").value.trim()) left.push(words("pickable").tag);
+  if (!chosenTypes().length) left.push(words("pickable").type);
+  if (!$("after").value && !$("before").value && !extras.some(([k]) => k === "after" || k === "before")) {
+    left.push(words("pickable").dates);
+  }
+  return words("orList", left);
+}
+
 // ``unmatched``: the filters alone pass no document, whatever the words (the server's note says so).
 function nothingFound(r, filtered, unmatched) {
-  if (r.index.documents === 0) {
-    return r.index.indexing
-      ? "Nothing is indexed yet: the first indexing pass is still running. Try again in a moment."
-      : "Nothing is indexed yet: no notes kbseek can read (Markdown or text files) were found.";
-  }
-  if (unmatched) {
-    return `No note passes these filters, among ${plural(r.index.documents, "note")}: ` +
-      "widen the dates, or clear the folder, tag or file type.";
-  }
-  if (r.legs.lexical === "no_terms") return "Nothing matched: the search holds no words, only punctuation.";
-  const where = filtered ? " with these filters" : "";
-  const clear = filtered ? ", or clear a filter" : "";
-  return `Nothing matched${where} among ${plural(r.index.documents, "note")}. ` +
-    `Try other words, a synonym, or the other language${clear}.`;
+  if (r.index.documents === 0) return words(r.index.indexing ? "indexingFirst" : "nothingReadable");
+  if (unmatched) return words("noNotePasses", r.index.documents);
+  if (r.legs.lexical === "no_terms") return words("onlyPunctuation");
+  return words("nothingMatched", r.index.documents, filtered);
 }
 
 async function api(path, params) {
@@ -102,14 +99,14 @@ async function api(path, params) {
   const response = await fetch(url, { headers });
   if (response.status === 401) throw new Unauthorized();
   const body = await response.json();
-  if (!response.ok) throw new Error(body.error || "the server answered " + response.status);
+  if (!response.ok) throw new Error(body.error || words("serverAnswered", response.status));
   return body;
 }
 
 function askForToken() {
   $("token-form").hidden = false;
   $("token").focus();
-  say("This server asks for a token before it answers.", true);
+  say(words("tokenAsked"), true);
 }
 
 function say(text, bad) {
@@ -151,11 +148,23 @@ function docHash(path, kb) {
   return "#doc=" + encodeURIComponent(path) + (kb ? "&kb=" + encodeURIComponent(kb) : "");
 }
 
-// ``listing``: the newest documents, unranked, so no score is shown.
-function renderGroup(hits, listing) {
+// How relevant a result is, at a glance: three bars and a word (the server's grade, relative to the
+// best hit of this search); the score itself is on hover, for whoever compares them.
+function relevanceBadge(grade, score) {
+  const badge = el("span", "relevance " + grade);
+  const bars = el("span", "bars");
+  bars.setAttribute("aria-hidden", "true");
+  bars.append(el("i"), el("i"), el("i"));
+  badge.append(bars, document.createTextNode(words("relevance")[grade]));
+  badge.title = words("relevanceTitle", score.toFixed(3));
+  return badge;
+}
+
+// ``listing``: the newest documents, unranked, so no relevance is shown. ``grade``: the best hit's.
+function renderGroup(hits, listing, grade) {
   const first = hits[0];
   const item = el("li", "hit");
-  if (!listing) item.append(el("span", "score", first.score.toFixed(3)));
+  if (!listing && grade) item.append(relevanceBadge(grade, first.score));
   const title = el("h3");
   const link = el("a", "", first.title || first.path);
   link.href = docHash(first.path, first.kb);
@@ -165,20 +174,20 @@ function renderGroup(hits, listing) {
   if (first.kb) where.append(el("span", "collection", first.kb), " ");
   where.append(document.createTextNode(first.path));
   if (first.date) {
-    const day = el("time", "date", first.date);
+    const day = el("time", "date", formatDay(first.date));
     day.dateTime = first.date;
-    day.title = "the document's date: from its front matter or properties, else when the file was saved";
+    day.title = words("dateTitle");
     where.append(" · ", day);
   }
   item.append(where);
   for (const hit of hits) {
     const section = el("div", "section");
     const where = hit.heading_path.length > 1 ? hit.heading_path.slice(1).join(" › ") + " — " : "";
-    section.append(el("div", "where", `${where}lines ${hit.line_start}–${hit.line_end}`));
+    section.append(el("div", "where", where + words("lines", hit.line_start, hit.line_end)));
     section.append(highlighted(hit.snippet, hit.highlights));
     item.append(section);
   }
-  if (first.tags.length) item.append(el("div", "tags", "tags: " + first.tags.join(", ")));
+  if (first.tags.length) item.append(el("div", "tags", words("tags", first.tags.join(", "))));
   return item;
 }
 
@@ -199,7 +208,7 @@ async function showRelated(path, kb) {
       item.append(el("div", "why", h.why.join(" · ")));
       return item;
     }));
-    $("backlinks").textContent = r.backlinks.length ? "Linked from: " + r.backlinks.join(", ") : "";
+    $("backlinks").textContent = r.backlinks.length ? words("linkedFrom", r.backlinks.join(", ")) : "";
     aside.hidden = r.hits.length === 0;
   } catch (error) {
     aside.hidden = true; // related documents are an addition: the document itself is shown
@@ -252,12 +261,14 @@ async function search(event, initial) {
   const results = $("results");
   if (!q && !listing) {
     results.replaceChildren();
-    say(HINT);
+    $("weaker").hidden = true;
+    say(words("hint"));
     return;
   }
   if (collections.length && !chosen.length) {
     results.replaceChildren();
-    say("Pick at least one collection to search.", true);
+    $("weaker").hidden = true;
+    say(words("noCollection"), true);
     return;
   }
   const params = [["q", q], ["limit", "20"]];
@@ -266,41 +277,63 @@ async function search(event, initial) {
   for (const t of tag.split(",").map((s) => s.trim()).filter(Boolean)) params.push(["tag", t]);
   params.push(...filters);
   if (sort !== "relevance") params.push(["sort", sort]);
-  say(listing ? "Listing the newest documents…" : "Searching…");
+  say(words(listing ? "listingNewest" : "searching"));
   try {
     const r = await api("/api/search", params);
-    const groups = groupByDocument(r.hits);
-    results.replaceChildren(...groups.map((hits) => renderGroup(hits, listing)));
-    const parts = []; // an empty result says so below
-    if (listing && r.hits.length) parts.push(`${plural(groups.length, "document")}, newest first`);
-    else if (r.hits.length) {
-      const newest = sort === "newest" ? ", newest first" : "";
-      parts.push(`${plural(r.hits.length, "result")} in ${plural(groups.length, "document")}${newest}`);
-    }
-    if (r.legs.semantic === "off" && !listing) parts.push("matched by words only");
-    const codes = r.note_codes || [];
-    // Weak results are said once: by the note that says why (a name no note mentions, or the
-    // other language) when the server gave one, else by this line.
-    const saysWhy = codes.some((code) => WEAK_NOTES.has(code));
-    if (r.low_confidence && r.hits.length && !saysWhy) {
-      parts.push("weak matches: the knowledge base may not cover this");
-    }
-    r.notes.forEach((note, i) => {
-      const text = noteForPeople(codes[i], note, r, Boolean(prefix || tag || filters.length), listing);
-      if (text) parts.push(text);
-    });
-    say(parts.join(" · "));
+    shownAnswer = { r, listing, sort, all: false, filtered: Boolean(prefix || tag || filters.length) };
+    renderAnswer();
   } catch (error) {
     if (error instanceof Unauthorized) return askForToken();
     results.replaceChildren();
+    $("weaker").hidden = true;
     say(error.message, true);
   }
+}
+
+// The hits of the last answer kept behind the "weaker results" button: none for a listing (unranked)
+// or once the button was pressed.
+function weakerLeft() {
+  if (!shownAnswer || shownAnswer.listing || shownAnswer.all) return 0;
+  const { r } = shownAnswer;
+  const confident = typeof r.confident === "number" ? r.confident : r.hits.length;
+  return r.hits.length - Math.min(confident, r.hits.length);
+}
+
+// The last answer listed: its hits down to where the ranking's confidence falls away (the server's
+// ``confident`` count), the rest behind a button, and one line saying what was found and what the
+// notes mean for a person.
+function renderAnswer() {
+  const { r, listing, sort, filtered } = shownAnswer;
+  const weaker = weakerLeft();
+  const cut = r.hits.length - weaker;
+  const grades = r.relevance || [];
+  const groups = groupByDocument(r.hits.slice(0, cut));
+  $("results").replaceChildren(...groups.map((hits) => renderGroup(hits, listing, grades[r.hits.indexOf(hits[0])])));
+  $("weaker").hidden = weaker === 0;
+  $("weaker").textContent = words("showWeaker", weaker);
+  const parts = []; // an empty result says so below
+  if (listing && r.hits.length) parts.push(words("documentsNewest", groups.length));
+  else if (r.hits.length) parts.push(words("resultsIn", cut, groups.length, sort === "newest"));
+  if (r.legs.semantic === "off" && !listing) parts.push(words("wordsOnly"));
+  const codes = r.note_codes || [];
+  // Weak results are said once: by the note that says why (a name no note mentions, or the
+  // other language) when the server gave one, else by this line.
+  const saysWhy = codes.some((code) => WEAK_NOTES.has(code));
+  if (r.low_confidence && r.hits.length && !saysWhy) parts.push(words("weakMatches"));
+  r.notes.forEach((note, i) => {
+    if (codes[i] === "more_hits" && weaker) return; // more exist, but the weaker ones shown first
+    if (codes[i] === "low_confidence" && codes.includes("try_other_language")) return; // said by that one
+    const text = noteForPeople(codes[i], note, r, filtered, listing);
+    if (text) parts.push(text);
+  });
+  say(parts.join(" · "));
 }
 
 function showResults() {
   $("document").hidden = true;
   $("results").hidden = false;
   $("message").hidden = false;
+  $("weaker").hidden = weakerLeft() === 0;
 }
 
 async function showDocument(path, more, kb) {
@@ -319,6 +352,7 @@ async function showDocument(path, more, kb) {
     $("document").hidden = false;
     $("results").hidden = true;
     $("message").hidden = true;
+    $("weaker").hidden = true;
   } catch (error) {
     if (error instanceof Unauthorized) return askForToken();
     say(error.message, true);
@@ -334,24 +368,28 @@ function route() {
   else showResults();
 }
 
+// How long ago, in the page's language ("12 seconds ago", "12 秒前"); past an hour and a half, the time.
 function ago(iso) {
-  if (!iso) return "never";
+  if (!iso) return words("never");
   const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-  if (seconds < 90) return `${Math.round(seconds)} s ago`;
-  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
-  return new Date(iso).toLocaleString();
+  const relative = new Intl.RelativeTimeFormat(LANG, { numeric: "always", style: "short" });
+  if (seconds < 90) return relative.format(-Math.round(seconds), "second");
+  if (seconds < 5400) return relative.format(-Math.round(seconds / 60), "minute");
+  return new Date(iso).toLocaleString(LANG);
 }
 
 function semanticState(s) {
-  if (s.semantic === "partial" && s.embedded !== null) return `partial: ${s.embedded}/${s.chunks} embedded`;
-  return s.semantic;
+  if (s.semantic === "partial" && s.embedded !== null) return words("partialState", s.embedded, s.chunks);
+  return words("semanticStates")[s.semantic] || s.semantic;
 }
 
 // The watcher's state, with how edits reach the index (file events, or a stat scan before each
 // search) on hover: a person wondering why an edit is not found yet can see which applies.
 function watcherSpan(s) {
-  const span = el("span", s.watcher.startsWith("unavailable") ? "bad" : "", ` · watcher ${s.watcher}`);
-  if (s.freshness) span.title = "edits reach the index by: " + s.freshness;
+  const [state, ...why] = s.watcher.split(": "); // "unavailable: <why>": the state is worded, the why quoted
+  const shown = (words("watcherStates")[state] || state) + (why.length ? ": " + why.join(": ") : "");
+  const span = el("span", state === "unavailable" ? "bad" : "", words("watcher", shown));
+  if (s.freshness) span.title = words("freshness", s.freshness);
   return span;
 }
 
@@ -363,32 +401,32 @@ async function refreshStatus() {
     const s = await api("/api/status");
     busy = s.indexing;
     const parts = [
-      el("span", "", `${defaultCollection ? defaultCollection + ": " : ""}` +
-        `${plural(s.documents, "document")} · ${plural(s.chunks, "chunk")}`),
-      el("span", "", ` · model ${s.model || "none"} (${semanticState(s)})`),
+      el("span", "", `${defaultCollection ? defaultCollection + ": " : ""}` + words("counts", s.documents, s.chunks)),
+      el("span", "", words("model", s.model, semanticState(s))),
       watcherSpan(s),
-      el("span", "", ` · last indexed ${ago(s.last_index_at)}`),
+      el("span", "", words("lastIndexed", ago(s.last_index_at))),
     ];
     if (s.progress && s.progress.phase === "graph") {
       // The approximate vector index is being built: search by meaning waits for it (the note says what it sees).
       const p = s.progress;
-      parts.push(el("span", "busy", ` · building the vector index ${p.done}/${p.total}` +
-        (p.eta !== null ? ` (${Math.ceil(p.eta / 60)} min left)` : "")));
+      parts.push(el("span", "busy", words("buildingGraph", p.done, p.total, p.eta !== null ? Math.ceil(p.eta / 60) : null)));
     } else if (s.indexing) {
       const p = s.progress;
       const done = p && p.total ? ` ${p.phase} ${p.done}/${p.total}` : "";
-      parts.push(el("span", "busy", ` · indexing${done}`));
+      parts.push(el("span", "busy", words("indexing", done.trim())));
     }
     if (s.last_error) parts.push(el("span", "bad", " · " + s.last_error));
     band.replaceChildren(...parts);
   } catch (error) {
-    if (error instanceof Unauthorized) band.textContent = "status needs the access token";
-    else band.replaceChildren(el("span", "bad", "status unavailable: " + error.message));
+    if (error instanceof Unauthorized) band.textContent = words("statusNeedsToken");
+    else band.replaceChildren(el("span", "bad", words("statusUnavailable", error.message)));
   }
   statusTimer = setTimeout(refreshStatus, busy ? 1000 : 5000);
 }
 
-// The folders of every collection, counted together: a folder narrows the search in each one.
+// The folders of every collection, counted together: a folder narrows the search in each one. A
+// folder counts the documents of its subfolders too, as the filter takes them, and a folder that holds
+// only subfolders is listed as well (topics group documents by their first two folders).
 async function loadFolders() {
   try {
     const answers = collections.length
@@ -397,14 +435,19 @@ async function loadFolders() {
     const counts = new Map();
     for (const t of answers) {
       for (const topic of t.topics) {
-        if (topic.prefix) counts.set(topic.prefix, (counts.get(topic.prefix) || 0) + topic.documents);
+        const folders = topic.prefix.split("/").filter(Boolean);
+        for (let depth = 1; depth <= folders.length; depth++) {
+          const prefix = folders.slice(0, depth).join("/") + "/";
+          counts.set(prefix, (counts.get(prefix) || 0) + topic.documents);
+        }
       }
     }
     const select = $("prefix");
     const wanted = new URLSearchParams(window.location.search).get("prefix") || "";
     select.replaceChildren(select.options[0]);
     for (const [prefix, documents] of [...counts].sort((a, b) => a[0].localeCompare(b[0]))) {
-      const option = el("option", "", `${prefix} (${documents})`);
+      const sub = prefix.slice(0, -1).includes("/");
+      const option = el("option", sub ? "sub" : "", `${sub ? "\u00a0\u00a0" : ""}${prefix} (${documents})`);
       option.value = prefix;
       select.append(option);
     }
@@ -428,7 +471,7 @@ async function loadCollections() {
     const wanted = new URLSearchParams(window.location.search).getAll("kb");
     const boxes = collections.length ? r.collections.map((c) => {
       const label = el("label", "", c.name);
-      if (c.root) label.title = `${c.root} · ${plural(c.documents, "document")}`;
+      if (c.root) label.title = words("collectionTitle", c.root, c.documents);
       const box = el("input");
       box.type = "checkbox";
       box.value = c.name;
@@ -452,12 +495,12 @@ function linkDates() {
 
 function typesSummary() {
   const chosen = chosenTypes();
-  $("types-summary").textContent = chosen.length ? "File types: " + chosen.join(", ") : "All file types";
+  $("types-summary").textContent = chosen.length ? words("fileTypesChosen", chosen.join(", ")) : words("allFileTypes");
 }
 
 // A checkbox for each file type, those in ``checked`` ticked.
 function renderTypes(checked) {
-  $("type-boxes").replaceChildren(...TYPES.map(([name, label]) => {
+  $("type-boxes").replaceChildren(...TYPES.map((name) => {
     const box = el("input");
     box.type = "checkbox";
     box.value = name;
@@ -466,7 +509,7 @@ function renderTypes(checked) {
       typesSummary();
       search();
     });
-    const text = el("label", "", ` ${label} (.${name})`);
+    const text = el("label", "", ` ${words("typeLabels")[name]} (.${name})`);
     text.prepend(box);
     return text;
   }));
@@ -476,11 +519,11 @@ function renderTypes(checked) {
 // The address's filters that no control shows, each a chip whose button removes it.
 function renderExtras() {
   $("extra-filters").replaceChildren(...extras.map(([name, value], i) => {
-    const chip = el("span", "chip", `${EXTRA_LABELS[name] || name}: ${value}`);
+    const chip = el("span", "chip", `${words("extraLabels")[name] || name}: ${value}`);
     const remove = el("button", "", "×");
     remove.type = "button";
-    remove.title = "Remove this filter";
-    remove.setAttribute("aria-label", `Remove the filter ${name} ${value}`);
+    remove.title = words("removeFilter");
+    remove.setAttribute("aria-label", words("removeFilterLabel", name, value));
     remove.addEventListener("click", () => {
       extras.splice(i, 1);
       renderExtras();
@@ -511,7 +554,7 @@ function fillFromAddress(params) {
     if (value && $(name).value !== value) extras.push([name, value]);
   }
   linkDates();
-  const known = TYPES.map(([name]) => name);
+  const known = TYPES;
   const types = params.getAll("type").map((t) => t.trim().replace(/^\./, "").toLowerCase()).filter(Boolean);
   renderTypes(types.filter((t) => known.includes(t)));
   for (const t of types) if (!known.includes(t)) extras.push(["type", t]);
@@ -524,6 +567,7 @@ function fillFromAddress(params) {
 }
 
 function start() {
+  labelPage();
   const params = new URLSearchParams(window.location.search);
   fillFromAddress(params);
   $("search-form").addEventListener("submit", search);
@@ -545,6 +589,11 @@ function start() {
     showResults();
   });
   $("more").addEventListener("click", () => openDoc && showDocument(openDoc.path, true, openDoc.kb));
+  $("weaker").addEventListener("click", () => {
+    if (!shownAnswer) return;
+    shownAnswer.all = true;
+    renderAnswer();
+  });
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value);
@@ -559,7 +608,7 @@ function start() {
   ready.then(refreshStatus);
   ready.then(loadFolders).then(() => {
     if (searchWanted()) search(null, true);
-    else say(HINT);
+    else say(words("hint"));
     route();
   });
 }
