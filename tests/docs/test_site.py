@@ -121,7 +121,9 @@ def test_every_link_between_pages_lands_on_a_page_and_an_anchor_that_exist(site:
                 broken.append(f"{page.relative_to(site)} → {link} (no such file)")
                 continue
             if parts.fragment and target.suffix == ".html":
-                anchors = cache.setdefault(target, parsed(target))
+                if target not in cache:  # setdefault would parse the target again for every link
+                    cache[target] = parsed(target)
+                anchors = cache[target]
                 if unquote(parts.fragment) not in anchors.ids:
                     broken.append(f"{page.relative_to(site)} → {link} (no such anchor)")
     assert not broken, "\n".join(broken)
