@@ -4,8 +4,9 @@ The site is built here, into a folder of this test's own (not ``build/docs``, wh
 owns), with every Sphinx warning an error: a link to a missing page or anchor, a page outside every
 table of contents, a docstring Sphinx cannot read. The built pages are then read back: each page
 has its twin in the other language and links to it, every link between pages lands on a page and an
-anchor that exist, the command-line page carries each command's own ``--help`` and the configuration
-page every key of the settings table, and the Japanese search index holds Japanese words.
+anchor that exist, every page names the kbseek it describes, links its source and has the site's
+icon, the command-line page carries each command's own ``--help`` and the configuration page every
+key of the settings table, and the Japanese search index holds Japanese words.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import importlib.metadata
 import json
 import os
 import re
@@ -24,11 +26,13 @@ from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
+from xml.etree import ElementTree
 
 import click
 import pytest
 from click.testing import CliRunner
 
+import kbseek
 from kbseek.cli import cli
 from kbseek.config import KEYS, SECTIONS
 
@@ -138,6 +142,115 @@ def test_each_page_links_its_twin_in_the_other_language(site: Path, language: st
         link = parsed(page).language_link
         assert link is not None, f"{page} has no language link"
         assert (page.parent / link).resolve() == (twin_root / f"{name}.html").resolve(), (page, link)
+
+
+class _Masthead(HTMLParser):
+    """What a page says about the site as a whole: the version in its sidebar, where its source
+    link points, and the icon it asks the browser to show."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = ""
+        self.source: str | None = None
+        self.icon: str | None = None
+        self._in_version = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        classes = str(values.get("class") or "").split()
+        if tag == "span" and "kbseek-version" in classes:
+            self._in_version = True
+        if tag == "a" and "kbseek-source" in classes:
+            self.source = values.get("href")
+        if tag == "link" and "icon" in str(values.get("rel") or "").split():
+            self.icon = values.get("href")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span":
+            self._in_version = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_version:
+            self.version += data
+
+
+def masthead(page: Path) -> _Masthead:
+    parser = _Masthead()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def language_of(site: Path, page: Path) -> str:
+    return "ja" if page.relative_to(site).parts[0] == "ja" else "en"
+
+
+def test_every_page_shows_the_version_of_the_kbseek_it_describes(site: Path) -> None:
+    """The version is the installed package's, read at build time, so the site cannot name another."""
+    installed = importlib.metadata.version("kbseek")
+    assert kbseek.__version__ == installed, "the package and its metadata disagree on the version"
+    for page in pages(site):
+        shown = " ".join(masthead(page).version.split())
+        label = kbseek_site.SITE_WORDS[language_of(site, page)]["version"]
+        assert shown == f"{label} {installed}", f"{page.relative_to(site)} shows {shown!r}"
+
+
+def test_every_page_links_the_source_the_project_names(site: Path) -> None:
+    """The repository's address where the package's metadata names one; until then the development
+    page's section on where the code lives, in the page's own language."""
+    named = kbseek_site.source_url()
+    for page in pages(site):
+        link = masthead(page).source
+        assert link, f"{page.relative_to(site)} has no source link"
+        if named is not None:
+            assert link == named, (page, link)
+            continue
+        language = language_of(site, page)
+        parts = urlsplit(link)
+        home = site / "ja" if language == "ja" else site
+        target = page.parent / parts.path if parts.path else page  # the development page links itself
+        assert target.resolve() == (home / "development.html").resolve(), (page, link)
+        assert unquote(parts.fragment) == kbseek_site.SITE_WORDS[language]["code_map"], (page, link)
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        (["Source, https://code.example/kbseek"], "https://code.example/kbseek"),
+        (
+            ["Homepage, https://example.org", "Source Code, https://code.example/kb"],
+            "https://code.example/kb",
+        ),
+        (["Homepage, https://example.org", "Documentation, https://docs.example"], None),
+        ([], None),
+    ],
+)
+def test_the_source_link_is_a_repository_address_the_package_names(
+    monkeypatch: pytest.MonkeyPatch, entries: list[str], expected: str | None
+) -> None:
+    """A ``[project.urls]`` entry labelled as the source becomes the link; a homepage or nothing
+    leaves the link on the development page rather than on an address guessed here."""
+
+    class Metadata:
+        def get_all(self, name: str) -> list[str] | None:
+            assert name == "Project-URL"
+            return entries or None
+
+    monkeypatch.setattr(kbseek_site, "metadata", lambda _: Metadata())
+    assert kbseek_site.source_url() == expected
+
+
+def test_every_page_has_the_sites_icon(site: Path) -> None:
+    """Both languages show the same small SVG icon in the browser's tab."""
+    drawn = (DOCS / "_static" / "favicon.svg").read_bytes()
+    svg = ElementTree.fromstring(drawn)
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg" and svg.get("viewBox"), (
+        "favicon.svg is not an SVG image"
+    )
+    for page in pages(site):
+        icon = masthead(page).icon
+        assert icon, f"{page.relative_to(site)} has no icon"
+        target = page.parent / urlsplit(icon).path
+        assert target.is_file() and target.read_bytes() == drawn, (page, icon)
 
 
 def pre_blocks(page: Path) -> list[str]:
