@@ -4,6 +4,7 @@ switch, and the two reference pages written from the code.
 The site is two Sphinx builds of Markdown pages: English from ``docs/`` into ``build/docs/``, and
 Japanese from ``docs/ja/`` into ``build/docs/ja/`` (docs/decisions/0046). Each page of one language
 links to the same page in the other, and says which kbseek it describes and where its source is. The
+search lists the pages for users before the records for developers (``search-scorer.js``). The
 command-line and configuration references are written at
 build time from the CLI's own help and from the settings table in ``kbseek.config``, so they cannot
 drift from the code; a page asks for one with a marker line (``<!-- kbseek:cli -->``,
@@ -68,6 +69,7 @@ def settings(language: str) -> dict[str, Any]:
         "html_title": "kbseek",
         "html_static_path": [str(DOCS / "_static")],
         "html_favicon": str(DOCS / "_static" / "favicon.svg"),
+        "html_search_scorer": str(DOCS / "_ext" / "search-scorer.js"),
         "html_last_updated_fmt": None,
         "html_sidebars": {
             "**": [

@@ -6,7 +6,8 @@ table of contents, a docstring Sphinx cannot read. The built pages are then read
 has its twin in the other language and links to it, every link between pages lands on a page and an
 anchor that exist, every page names the kbseek it describes, links its source and has the site's
 icon, the command-line page carries each command's own ``--help`` and the configuration page every
-key of the settings table, and the Japanese search index holds Japanese words.
+key of the settings table, the Japanese search index holds Japanese words, and the search lists the
+pages for users before the records for developers.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 ENGLISH_ONLY = {"architecture", "contracts"}
 """Pages for people working on kbseek, written in English only (so are the decision records)."""
+USER_PAGES = {
+    "index", "get-started", "concepts", "tools", "cli", "configuration", "http-api", "team", "models",
+    "library", "formats", "security", "several-kbs",
+}  # fmt: skip
+"""The pages for people who use kbseek, which the site's search lists first."""
+RECORD_PAGES = {"architecture", "contracts", "development", "performance", "quality", "changelog"}
+"""The pages for people who work on kbseek, which the search lists after the user pages, with the
+decision records (``decisions/``)."""
+SCORER = DOCS / "_ext" / "search-scorer.js"
 
 sys.path.insert(0, str(DOCS / "_ext"))
 import kbseek_site  # noqa: E402
@@ -253,6 +263,32 @@ def test_every_page_has_the_sites_icon(site: Path) -> None:
         assert target.is_file() and target.read_bytes() == drawn, (page, icon)
 
 
+def scorer_list(name: str) -> list[str]:
+    """A list of page names as the scorer writes it (``const NAME = ["…", …];``)."""
+    found = re.search(rf"const {name} = (\[[^\]]*\]);", SCORER.read_text(encoding="utf-8"))
+    assert found, f"the scorer has no list {name}"
+    return [str(item) for item in json.loads(found.group(1))]
+
+
+def test_each_page_is_for_users_or_a_record_so_the_search_knows_where_to_list_it() -> None:
+    """A page added to the site is named here as one or the other; a record is also named in the
+    scorer's RECORDS, which the search lists after the user pages."""
+    pages_written = task_pages(DOCS)
+    unplaced = pages_written - USER_PAGES - RECORD_PAGES
+    assert not unplaced, f"add {sorted(unplaced)} to USER_PAGES or RECORD_PAGES (and the scorer's RECORDS)"
+    assert not USER_PAGES - task_pages(DOCS / "ja"), "every user page is written in Japanese too"
+    records = set(scorer_list("RECORDS"))
+    assert records == RECORD_PAGES, records ^ RECORD_PAGES
+    assert scorer_list("RECORD_FOLDERS") == ["decisions/"] and (DOCS / "decisions").is_dir()
+
+
+def test_both_sites_search_with_the_scorer(site: Path) -> None:
+    """Sphinx writes the scorer into each build's language_data.js, which the search page loads."""
+    scorer = SCORER.read_text(encoding="utf-8").strip()
+    for home in (site, site / "ja"):
+        assert scorer in (home / "_static" / "language_data.js").read_text(encoding="utf-8"), home
+
+
 def pre_blocks(page: Path) -> list[str]:
     text = page.read_text(encoding="utf-8")
     return [
@@ -386,3 +422,45 @@ def test_in_chromium_the_japanese_search_finds_words_written_without_spaces(site
                 if name == "search":  # the summary line is written once every result is listed
                     page.wait_for_function(SEARCH_DONE, timeout=20_000)
                 page.screenshot(path=str(SCREENSHOTS / f"docs-{(prefix or 'en/').rstrip('/')}-{name}.png"))
+
+
+def is_record(href: str) -> bool:
+    name = urlsplit(href).path.removesuffix(".html")
+    return name.startswith("decisions/") or name in RECORD_PAGES
+
+
+def listed(browser: object, port: int, prefix: str, query: str) -> list[str]:
+    """The pages the site's own search lists for ``query``, in the order it shows them."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    try:
+        page.goto(f"http://127.0.0.1:{port}/{prefix}search.html?q={quote(query)}")
+        page.wait_for_function(SEARCH_DONE, timeout=20_000)
+        links = page.eval_on_selector_all(
+            "#search-results ul.search li > a", "els => els.map(e => e.getAttribute('href'))"
+        )
+        return [str(link) for link in links]
+    finally:
+        page.close()
+
+
+def test_in_chromium_the_search_lists_user_pages_before_the_records(site: Path) -> None:
+    """A search for a feature opens with the pages that explain it: "reranker" used to list decision
+    records, architecture and the changelog before Stronger models (models.html), 12th of 13. A query
+    that names a record's page title still opens with that page."""
+    from tests.wire.serving import chromium
+
+    with served(site) as port, chromium() as browser:
+        for prefix, query, explained in (
+            ("", "reranker", "models.html"),
+            ("ja/", "reranker", "configuration.html"),
+            ("ja/", "埋め込みモデル", "models.html"),
+        ):
+            links = listed(browser, port, prefix, query)
+            users = [i for i, link in enumerate(links) if not is_record(link)]
+            records = [i for i, link in enumerate(links) if is_record(link)]
+            assert users and records, (prefix, query, links)  # both kinds match, so the order is tested
+            assert max(users) < min(records), (prefix, query, links)
+            assert explained in links, (prefix, query, links)
+        decisions = [link for link in listed(browser, port, "", "reranker") if link.startswith("decisions/")]
+        assert decisions, "the records still match reranker; they only come later"
+        assert listed(browser, port, "", "architecture")[0] == "architecture.html"
