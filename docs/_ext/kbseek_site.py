@@ -3,7 +3,9 @@ switch, and the two reference pages written from the code.
 
 The site is two Sphinx builds of Markdown pages: English from ``docs/`` into ``build/docs/``, and
 Japanese from ``docs/ja/`` into ``build/docs/ja/`` (docs/decisions/0046). Each page of one language
-links to the same page in the other. The command-line and configuration references are written at
+links to the same page in the other, and says which kbseek it describes and where its source is. The
+search lists the pages for users before the records for developers (``search-scorer.js``). The
+command-line and configuration references are written at
 build time from the CLI's own help and from the settings table in ``kbseek.config``, so they cannot
 drift from the code; a page asks for one with a marker line (``<!-- kbseek:cli -->``,
 ``<!-- kbseek:config -->``).
@@ -15,8 +17,10 @@ import dataclasses
 import inspect
 import os
 import re
+from importlib.metadata import PackageNotFoundError, metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
@@ -25,6 +29,16 @@ BUILD = Path(os.environ.get("KBSEEK_DOCS_BUILD", ROOT / "build" / "docs"))
 for ``make docs``, a folder of its own for the test that builds the site."""
 
 LANGUAGES = {"en": {"source": DOCS, "label": "English"}, "ja": {"source": DOCS / "ja", "label": "日本語"}}
+
+SITE_WORDS = {
+    "en": {"version": "Version", "source": "Source", "code_map": "where-the-code-lives"},
+    "ja": {"version": "バージョン", "source": "ソース", "code_map": "コードの在りか"},
+}
+"""The sidebar's words under the project's name, and the anchor of the development page's section on
+where the code lives, in each language (its heading there, as MyST writes the anchor)."""
+SOURCE_LABELS = {"source", "sourcecode", "repository", "code"}
+"""The ``[project.urls]`` labels that name the source repository, normalized as the packaging
+specification normalizes them (lower case, without punctuation or spaces)."""
 
 CLI_MARKER = re.compile(r"^<!-- kbseek:cli -->$", flags=re.MULTILINE)
 CONFIG_MARKER = re.compile(r"^<!-- kbseek:config -->$", flags=re.MULTILINE)
@@ -54,10 +68,13 @@ def settings(language: str) -> dict[str, Any]:
         "html_theme": "furo",
         "html_title": "kbseek",
         "html_static_path": [str(DOCS / "_static")],
+        "html_favicon": str(DOCS / "_static" / "favicon.svg"),
+        "html_search_scorer": str(DOCS / "_ext" / "search-scorer.js"),
         "html_last_updated_fmt": None,
         "html_sidebars": {
             "**": [
                 "sidebar/brand.html",
+                "sidebar/project.html",
                 "sidebar/language.html",
                 "sidebar/search.html",
                 "sidebar/scroll-start.html",
@@ -95,11 +112,41 @@ def _counterpart(pagename: str, other: str) -> str:
     return f"{up}ja/{target}.html" if other == "ja" else f"{up}../{target}.html"
 
 
+def source_url() -> str | None:
+    """The source repository's address as the installed package's metadata names it (a
+    ``[project.urls]`` entry of ``pyproject.toml``), or None while it names none: the site links an
+    address the project gives, never one made up here."""
+    try:
+        entries = metadata("kbseek").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = str(entry).partition(",")
+        if re.sub(r"[^a-z]", "", label.lower()) in SOURCE_LABELS and url.strip():
+            return url.strip()
+    return None
+
+
+def _source_link(app: Any, pagename: str, language: str) -> str:
+    """Where the sidebar's source link points from ``pagename``: the repository where the package
+    names one, else the development page's section on where the code lives, which is how the
+    project describes its source until it names an address."""
+    url = source_url()
+    if url is not None:
+        return url
+    page = app.builder.get_relative_uri(pagename, "development")
+    return f"{page}#{quote(SITE_WORDS[language]['code_map'])}"
+
+
 def _page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    other = next(language for language in LANGUAGES if language != app.config.kbseek_language)
+    language = app.config.kbseek_language
+    other = next(name for name in LANGUAGES if name != language)
     context["kbseek_other_label"] = LANGUAGES[other]["label"]
     context["kbseek_other_url"] = _counterpart(pagename, other)
     context["kbseek_other_language"] = other
+    context["kbseek_version_label"] = SITE_WORDS[language]["version"]
+    context["kbseek_source_label"] = SITE_WORDS[language]["source"]
+    context["kbseek_source_url"] = _source_link(app, pagename, language)
 
 
 # --- the command-line reference -----------------------------------------------------------------

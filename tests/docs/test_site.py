@@ -4,8 +4,10 @@ The site is built here, into a folder of this test's own (not ``build/docs``, wh
 owns), with every Sphinx warning an error: a link to a missing page or anchor, a page outside every
 table of contents, a docstring Sphinx cannot read. The built pages are then read back: each page
 has its twin in the other language and links to it, every link between pages lands on a page and an
-anchor that exist, the command-line page carries each command's own ``--help`` and the configuration
-page every key of the settings table, and the Japanese search index holds Japanese words.
+anchor that exist, every page names the kbseek it describes, links its source and has the site's
+icon, the command-line page carries each command's own ``--help`` and the configuration page every
+key of the settings table, the Japanese search index holds Japanese words, and the search lists the
+pages for users before the records for developers.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import importlib.metadata
 import json
 import os
 import re
@@ -24,11 +27,13 @@ from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
+from xml.etree import ElementTree
 
 import click
 import pytest
 from click.testing import CliRunner
 
+import kbseek
 from kbseek.cli import cli
 from kbseek.config import KEYS, SECTIONS
 
@@ -36,6 +41,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 ENGLISH_ONLY = {"architecture", "contracts"}
 """Pages for people working on kbseek, written in English only (so are the decision records)."""
+USER_PAGES = {
+    "index", "get-started", "concepts", "tools", "cli", "configuration", "http-api", "team", "models",
+    "library", "formats", "security", "several-kbs",
+}  # fmt: skip
+"""The pages for people who use kbseek, which the site's search lists first."""
+RECORD_PAGES = {"architecture", "contracts", "development", "performance", "quality", "changelog"}
+"""The pages for people who work on kbseek, which the search lists after the user pages, with the
+decision records (``decisions/``)."""
+SCORER = DOCS / "_ext" / "search-scorer.js"
 
 sys.path.insert(0, str(DOCS / "_ext"))
 import kbseek_site  # noqa: E402
@@ -121,7 +135,9 @@ def test_every_link_between_pages_lands_on_a_page_and_an_anchor_that_exist(site:
                 broken.append(f"{page.relative_to(site)} → {link} (no such file)")
                 continue
             if parts.fragment and target.suffix == ".html":
-                anchors = cache.setdefault(target, parsed(target))
+                if target not in cache:  # setdefault would parse the target again for every link
+                    cache[target] = parsed(target)
+                anchors = cache[target]
                 if unquote(parts.fragment) not in anchors.ids:
                     broken.append(f"{page.relative_to(site)} → {link} (no such anchor)")
     assert not broken, "\n".join(broken)
@@ -136,6 +152,141 @@ def test_each_page_links_its_twin_in_the_other_language(site: Path, language: st
         link = parsed(page).language_link
         assert link is not None, f"{page} has no language link"
         assert (page.parent / link).resolve() == (twin_root / f"{name}.html").resolve(), (page, link)
+
+
+class _Masthead(HTMLParser):
+    """What a page says about the site as a whole: the version in its sidebar, where its source
+    link points, and the icon it asks the browser to show."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = ""
+        self.source: str | None = None
+        self.icon: str | None = None
+        self._in_version = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        classes = str(values.get("class") or "").split()
+        if tag == "span" and "kbseek-version" in classes:
+            self._in_version = True
+        if tag == "a" and "kbseek-source" in classes:
+            self.source = values.get("href")
+        if tag == "link" and "icon" in str(values.get("rel") or "").split():
+            self.icon = values.get("href")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span":
+            self._in_version = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_version:
+            self.version += data
+
+
+def masthead(page: Path) -> _Masthead:
+    parser = _Masthead()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def language_of(site: Path, page: Path) -> str:
+    return "ja" if page.relative_to(site).parts[0] == "ja" else "en"
+
+
+def test_every_page_shows_the_version_of_the_kbseek_it_describes(site: Path) -> None:
+    """The version is the installed package's, read at build time, so the site cannot name another."""
+    installed = importlib.metadata.version("kbseek")
+    assert kbseek.__version__ == installed, "the package and its metadata disagree on the version"
+    for page in pages(site):
+        shown = " ".join(masthead(page).version.split())
+        label = kbseek_site.SITE_WORDS[language_of(site, page)]["version"]
+        assert shown == f"{label} {installed}", f"{page.relative_to(site)} shows {shown!r}"
+
+
+def test_every_page_links_the_source_the_project_names(site: Path) -> None:
+    """The repository's address where the package's metadata names one; until then the development
+    page's section on where the code lives, in the page's own language."""
+    named = kbseek_site.source_url()
+    for page in pages(site):
+        link = masthead(page).source
+        assert link, f"{page.relative_to(site)} has no source link"
+        if named is not None:
+            assert link == named, (page, link)
+            continue
+        language = language_of(site, page)
+        parts = urlsplit(link)
+        home = site / "ja" if language == "ja" else site
+        target = page.parent / parts.path if parts.path else page  # the development page links itself
+        assert target.resolve() == (home / "development.html").resolve(), (page, link)
+        assert unquote(parts.fragment) == kbseek_site.SITE_WORDS[language]["code_map"], (page, link)
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        (["Source, https://code.example/kbseek"], "https://code.example/kbseek"),
+        (
+            ["Homepage, https://example.org", "Source Code, https://code.example/kb"],
+            "https://code.example/kb",
+        ),
+        (["Homepage, https://example.org", "Documentation, https://docs.example"], None),
+        ([], None),
+    ],
+)
+def test_the_source_link_is_a_repository_address_the_package_names(
+    monkeypatch: pytest.MonkeyPatch, entries: list[str], expected: str | None
+) -> None:
+    """A ``[project.urls]`` entry labelled as the source becomes the link; a homepage or nothing
+    leaves the link on the development page rather than on an address guessed here."""
+
+    class Metadata:
+        def get_all(self, name: str) -> list[str] | None:
+            assert name == "Project-URL"
+            return entries or None
+
+    monkeypatch.setattr(kbseek_site, "metadata", lambda _: Metadata())
+    assert kbseek_site.source_url() == expected
+
+
+def test_every_page_has_the_sites_icon(site: Path) -> None:
+    """Both languages show the same small SVG icon in the browser's tab."""
+    drawn = (DOCS / "_static" / "favicon.svg").read_bytes()
+    svg = ElementTree.fromstring(drawn)
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg" and svg.get("viewBox"), (
+        "favicon.svg is not an SVG image"
+    )
+    for page in pages(site):
+        icon = masthead(page).icon
+        assert icon, f"{page.relative_to(site)} has no icon"
+        target = page.parent / urlsplit(icon).path
+        assert target.is_file() and target.read_bytes() == drawn, (page, icon)
+
+
+def scorer_list(name: str) -> list[str]:
+    """A list of page names as the scorer writes it (``const NAME = ["…", …];``)."""
+    found = re.search(rf"const {name} = (\[[^\]]*\]);", SCORER.read_text(encoding="utf-8"))
+    assert found, f"the scorer has no list {name}"
+    return [str(item) for item in json.loads(found.group(1))]
+
+
+def test_each_page_is_for_users_or_a_record_so_the_search_knows_where_to_list_it() -> None:
+    """A page added to the site is named here as one or the other; a record is also named in the
+    scorer's RECORDS, which the search lists after the user pages."""
+    pages_written = task_pages(DOCS)
+    unplaced = pages_written - USER_PAGES - RECORD_PAGES
+    assert not unplaced, f"add {sorted(unplaced)} to USER_PAGES or RECORD_PAGES (and the scorer's RECORDS)"
+    assert not USER_PAGES - task_pages(DOCS / "ja"), "every user page is written in Japanese too"
+    records = set(scorer_list("RECORDS"))
+    assert records == RECORD_PAGES, records ^ RECORD_PAGES
+    assert scorer_list("RECORD_FOLDERS") == ["decisions/"] and (DOCS / "decisions").is_dir()
+
+
+def test_both_sites_search_with_the_scorer(site: Path) -> None:
+    """Sphinx writes the scorer into each build's language_data.js, which the search page loads."""
+    scorer = SCORER.read_text(encoding="utf-8").strip()
+    for home in (site, site / "ja"):
+        assert scorer in (home / "_static" / "language_data.js").read_text(encoding="utf-8"), home
 
 
 def pre_blocks(page: Path) -> list[str]:
@@ -271,3 +422,45 @@ def test_in_chromium_the_japanese_search_finds_words_written_without_spaces(site
                 if name == "search":  # the summary line is written once every result is listed
                     page.wait_for_function(SEARCH_DONE, timeout=20_000)
                 page.screenshot(path=str(SCREENSHOTS / f"docs-{(prefix or 'en/').rstrip('/')}-{name}.png"))
+
+
+def is_record(href: str) -> bool:
+    name = urlsplit(href).path.removesuffix(".html")
+    return name.startswith("decisions/") or name in RECORD_PAGES
+
+
+def listed(browser: object, port: int, prefix: str, query: str) -> list[str]:
+    """The pages the site's own search lists for ``query``, in the order it shows them."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    try:
+        page.goto(f"http://127.0.0.1:{port}/{prefix}search.html?q={quote(query)}")
+        page.wait_for_function(SEARCH_DONE, timeout=20_000)
+        links = page.eval_on_selector_all(
+            "#search-results ul.search li > a", "els => els.map(e => e.getAttribute('href'))"
+        )
+        return [str(link) for link in links]
+    finally:
+        page.close()
+
+
+def test_in_chromium_the_search_lists_user_pages_before_the_records(site: Path) -> None:
+    """A search for a feature opens with the pages that explain it: "reranker" used to list decision
+    records, architecture and the changelog before Stronger models (models.html), 12th of 13. A query
+    that names a record's page title still opens with that page."""
+    from tests.wire.serving import chromium
+
+    with served(site) as port, chromium() as browser:
+        for prefix, query, explained in (
+            ("", "reranker", "models.html"),
+            ("ja/", "reranker", "configuration.html"),
+            ("ja/", "埋め込みモデル", "models.html"),
+        ):
+            links = listed(browser, port, prefix, query)
+            users = [i for i, link in enumerate(links) if not is_record(link)]
+            records = [i for i, link in enumerate(links) if is_record(link)]
+            assert users and records, (prefix, query, links)  # both kinds match, so the order is tested
+            assert max(users) < min(records), (prefix, query, links)
+            assert explained in links, (prefix, query, links)
+        decisions = [link for link in listed(browser, port, "", "reranker") if link.startswith("decisions/")]
+        assert decisions, "the records still match reranker; they only come later"
+        assert listed(browser, port, "", "architecture")[0] == "architecture.html"
