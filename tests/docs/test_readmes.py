@@ -140,3 +140,14 @@ def test_the_first_install_commands_work_from_a_checkout_and_by_name_waits_for_a
         text = READMES[lang].read_text(encoding="utf-8")
         assert text.index(said) < text.index("pip install kbseek"), lang
     assert by_name == ["pip install kbseek", "pipx install kbseek", "uvx kbseek serve --kb ~/notes"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_readmes_search_output_is_the_one_get_started_checks_against_a_real_run(lang: str) -> None:
+    """Get started's output block is compared with what the search prints
+    (``test_get_started.py``); the README shows the same lines, so it is held to the same run."""
+    readme = re.findall(r"```text\n(.*?)```", READMES[lang].read_text(encoding="utf-8"), flags=re.DOTALL)
+    page = ROOT / "docs" / ("get-started.md" if lang == "en" else "ja/get-started.md")
+    checked = re.findall(r"```text\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    shown = [block for block in readme if " hits for " in block]
+    assert len(shown) == 1 and shown[0] in checked, "the README's search output differs from Get started's"
