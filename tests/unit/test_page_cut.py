@@ -65,3 +65,18 @@ def test_relevance_is_one_of_three_words_and_never_strong_when_the_search_is_wea
 def test_relevance_reads_relative_to_the_best_hit() -> None:
     assert [relevance(s, 0.5, low_confidence=False) for s in (0.5, 0.35, 0.1)] == ["strong", "fair", "weak"]
     assert relevance(0.0, 0.0, low_confidence=False) == "weak"
+
+
+@given(hits, st.integers(min_value=1, max_value=5))
+def test_a_weak_search_lists_at_most_its_first_few_documents(
+    ranked: list[tuple[str, float]], doubtful: int
+) -> None:
+    """A search whose best hit is weak has flat scores: a share of the best would list nearly all."""
+    n = confident_count(ranked, low_confidence=True, doubtful=doubtful)
+    assert (n > 0) == bool(ranked)
+    assert len({d for d, _ in ranked[:n]}) <= doubtful
+    assert n <= confident_count(ranked, low_confidence=False)
+
+
+def test_every_hit_of_a_weak_search_reads_weak() -> None:
+    assert relevance(0.5, 0.5, low_confidence=True) == "weak"

@@ -35,5 +35,5 @@ def for_the_page(answer: SearchResponse, *, ranked: bool) -> PageSearchResponse:
     best = max((h.score for h in answer.hits), default=0.0)
     grades = [relevance(h.score, best, low_confidence=answer.low_confidence) for h in answer.hits]
     documents = [(f"{h.kb or ''}\0{h.path}", h.score) for h in answer.hits]
-    listed = confident_count(documents) if ranked else len(answer.hits)
+    listed = confident_count(documents, low_confidence=answer.low_confidence) if ranked else len(answer.hits)
     return PageSearchResponse(**fields, confident=listed, relevance=grades)

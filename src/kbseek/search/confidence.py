@@ -46,16 +46,26 @@ def is_low_confidence(
 # The held-out halves' numbers are in docs/quality.md.
 STRONG_SHARE = 0.6
 FEW_DOCUMENTS = 1
+DOUBTFUL_DOCUMENTS = 2
+"""At most this many documents are listed first when even the best hit is weak (``low_confidence``):
+the scores of such a search are flat, so a share of the best one lists most of the page. Chosen on
+the tune halves as the fewest that keeps as many answers as listing them all (benchmarks/page_cut.py)."""
 CLOSE_SHARE = 0.8
 """A hit within this share of the best one reads as strong as it (a display choice, not measured)."""
 
 
 def confident_count(
-    hits: Sequence[tuple[str, float]], *, share: float = STRONG_SHARE, few: int = FEW_DOCUMENTS
+    hits: Sequence[tuple[str, float]],
+    *,
+    low_confidence: bool = False,
+    share: float = STRONG_SHARE,
+    few: int = FEW_DOCUMENTS,
+    doubtful: int | None = DOUBTFUL_DOCUMENTS,
 ) -> int:
     """How many of the ranked ``hits`` (each its document and score, in rank order) to show before the
     ranking's confidence falls away: through the last hit within ``share`` of the best score, and
-    at least through the first hit of the ``few``-th document.
+    at least through the first hit of the ``few``-th document; with ``low_confidence``, no further
+    than the hits of the first ``doubtful`` documents (``None``: no such bound).
 
     The scores are fused ones (``search.fusion``): they compare within one answer, not across
     searches, so the cut is relative to the best hit. A page that fills itself with twenty passages
@@ -72,17 +82,26 @@ def confident_count(
             through = i
         if score >= floor:
             through = max(through, i)
+    if low_confidence and doubtful is not None:
+        documents: list[str] = []
+        for i, (document, _) in enumerate(hits[: through + 1]):
+            if document not in documents:
+                if len(documents) == max(doubtful, 1):
+                    return i
+                documents.append(document)
     return through + 1
 
 
 def relevance(score: float, best: float, *, low_confidence: bool) -> str:
     """A hit's relevance as a word a person reads at a glance: ``strong``, ``fair`` or ``weak``.
 
-    Relative to the best hit, because fused scores mean nothing across searches; and never
-    ``strong`` when the search's best hit is itself weak (``low_confidence``), so a page does not
-    call a hit strong beside "the knowledge base may not cover this".
+    Relative to the best hit, because fused scores mean nothing across searches; and every hit is
+    ``weak`` when the search's best hit is itself weak (``low_confidence``), so a page does not call
+    a hit strong or fair beside "the knowledge base may not cover this".
     """
     ratio = score / best if best > 0 else 0.0
-    if ratio >= CLOSE_SHARE and not low_confidence:
+    if low_confidence:
+        return "weak"
+    if ratio >= CLOSE_SHARE:
         return "strong"
     return "fair" if ratio >= STRONG_SHARE else "weak"
