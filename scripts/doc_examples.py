@@ -2,6 +2,7 @@
 
     python scripts/doc_examples.py            # check: exit 1 naming each example that differs
     python scripts/doc_examples.py --write    # rewrite every example from a real run
+    python scripts/doc_examples.py --screenshots   # the web page's pictures on Get started (needs Chromium)
 
 An example is the fenced block right after a line ``<!-- example: NAME -->`` in ``docs/http-api.md``
 and ``docs/ja/http-api.md`` (the same answers in both). Each NAME is one request of
@@ -12,7 +13,9 @@ times fixed (they change with every run), and the collections example served wit
 collection. A ``curl`` line shown before an example must ask what :data:`REQUESTS` asks.
 
 ``tests/docs/test_http_api_examples.py`` runs the check, so a change to what the API answers
-cannot leave the page showing an older answer.
+cannot leave the page showing an older answer. ``--screenshots`` takes Get started's pictures of the
+web page (``docs/images/ui.png``, ``ui-ja.png``) from the same kind of run, in headless Chromium
+with the browser's language set to English and to Japanese.
 """
 
 from __future__ import annotations
@@ -166,6 +169,33 @@ def answers() -> dict[str, str]:
     return out
 
 
+SCREENSHOT_QUERY = "証明書の期限切れに気づいたら"
+"""A Japanese question whose answer is an English runbook: what the pictures show."""
+SCREENSHOTS = {"en-US": ROOT / "docs" / "images" / "ui.png", "ja-JP": ROOT / "docs" / "images" / "ui-ja.png"}
+
+
+def screenshots() -> None:
+    """Get started's pictures of the page, from a server over a fresh copy of the example notes."""
+    from playwright.sync_api import sync_playwright  # a dev dependency: only this option needs it
+
+    browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser_path is None:
+        raise SystemExit("Chromium is not installed (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as tmp:
+        notes = Path(tmp) / "kb"
+        shutil.copytree(EXAMPLE_KB, notes, ignore=shutil.ignore_patterns(".kbseek", "__pycache__"))
+        with served(notes) as base, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path, args=["--no-sandbox", "--disable-gpu"])
+            for locale, path in SCREENSHOTS.items():
+                page = browser.new_page(viewport={"width": 1000, "height": 640}, locale=locale)
+                page.goto(f"{base}/ui?q={SCREENSHOT_QUERY}")
+                page.wait_for_selector(".hit")
+                page.wait_for_selector("#message:has-text('result'), #message:has-text('件の結果')")
+                page.screenshot(path=str(path))
+                page.close()
+            browser.close()
+
+
 def differences(real: dict[str, str]) -> list[str]:
     """Each example of each page that is not what the run answered, or whose curl line asks otherwise."""
     problems: list[str] = []
@@ -205,7 +235,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--write", action="store_true", help="Rewrite the examples from a real run.")
+    parser.add_argument("--screenshots", action="store_true", help="Take Get started's pictures of the page.")
     args = parser.parse_args()
+    if args.screenshots:
+        screenshots()
+        return
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     real = answers()
     if args.write:
