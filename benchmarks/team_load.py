@@ -60,11 +60,12 @@ HERE = WORK / "team-load"
 
 
 @contextmanager
-def http_server(args: list[str], log: Path) -> Iterator[str]:
-    """``kbseek serve --http`` with ``args`` on a free port, until its /healthz answers: its /mcp url."""
+def http_server(args: list[str], log: Path, command: list[str] | None = None) -> Iterator[str]:
+    """``kbseek serve --http`` with ``args`` on a free port, until its /healthz answers: its /mcp url.
+    ``command``: what runs instead of the installed ``kbseek`` (``pg_reader.py``'s variant)."""
     port = free_port()
     with log.open("wb") as err, subprocess.Popen(
-        [kbseek_script(), "serve", "--http", "--port", str(port), *args],
+        [*(command or [kbseek_script()]), "serve", "--http", "--port", str(port), *args],
         stdout=subprocess.DEVNULL, stderr=err,
     ) as proc:  # fmt: skip
         try:

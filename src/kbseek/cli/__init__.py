@@ -451,6 +451,8 @@ def store_copy(kb: KnowledgeBase, to: str, to_name: str | None) -> None:
     click.echo(f"copied {counted(r.documents, 'document')}, {counted(r.chunks, 'chunk')} and "
                f"{counted(r.vectors, 'vector')} to {r.location}"
                + ("; built its approximate vector index" if r.vector_index else ""))  # fmt: skip
+    if r.warmed is not None:
+        click.echo(f"kbseek: {r.warmed}", err=True)  # what the database read into its memory, and how
 
 
 @cli.command("get")

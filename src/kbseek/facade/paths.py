@@ -244,6 +244,8 @@ def copy_index_to(source: Store, to: str, *, kb_name: str | None, settings: Sett
             and offers_nearest(target, parts) and wants_approximate(report.vectors, settings.approximate_above)
         ):  # fmt: skip
             report = replace(report, vector_index=target.nearest.build_vector_index(recorded.dim))
+        if target.warming is not None:  # the copy's pages, graph included, ready for its first reader
+            report = replace(report, warmed=target.warming.warm().describe())
         return report
     finally:
         target.close()

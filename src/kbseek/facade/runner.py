@@ -66,6 +66,7 @@ from kbseek.facade.following import Follower
 from kbseek.facade.live_config import LiveConfig
 from kbseek.facade.paths import files_of
 from kbseek.facade.semantic import SemanticLeg
+from kbseek.facade.warmth import Warmth
 from kbseek.facade.writer_seat import WriterSeat
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.filenames import IGNORE_FILENAME
@@ -120,6 +121,7 @@ class IndexRunner:
         root = files_of(live.settings) if not read_only and live.settings.root is not None else None
         self._seat = WriterSeat(store, index_dir, root)
         self._follower = Follower(store, self._after_followed_pass)
+        self.warmth = Warmth(store)  # a reader's start reads the index into memory before it is ready
         self._listeners: list[IndexListener] = []
         self._threads: list[threading.Thread] = []
         self._watcher: Watcher | None = None
@@ -433,7 +435,7 @@ class IndexRunner:
             freshness=self.freshness,
             parsers=active.registry.enabled, config_note=self._live.note, other_writer=self.other_writer,
             last_error=self.last_error, index_command=status.index_command(active.settings),
-            nothing_found=self.nothing_found_note(), date_sources=store.date_sources(),
+            nothing_found=self.nothing_found_note(), date_sources=store.date_sources(), warm_note=self.warmth.note(),
             fields=store.field_facets(fields=status.FACET_FIELDS, values=status.FACET_VALUES),
         )  # fmt: skip
         return status.status_response(facts, max_skipped=max_skipped)
@@ -451,7 +453,7 @@ class IndexRunner:
             self._store.meta()  # one round trip to the store, within its bounds
         except StoreUnavailable as exc:
             return str(exc)
-        return None
+        return self.warmth.readiness()
 
     def nothing_found_note(self) -> str:
         """Why an indexed knowledge base is empty, and what to do about it."""
@@ -570,6 +572,8 @@ class IndexRunner:
                     self.index(prune_disabled=False)  # embeds what the catch-up pass wrote, and switches
 
         self.indexing = not self._read_only  # visible at once, before the thread is scheduled
+        if self._read_only:  # beside the model's load: ready once both are done (facade/warmth.py)
+            self.warmth.start()
         self._semantic.loading_in_background()
         thread = threading.Thread(target=work, name="kbseek-catch-up", daemon=True)
         self._threads.append(thread)

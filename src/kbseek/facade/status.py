@@ -99,6 +99,8 @@ class StatusFacts:
     freshness: str = "stat scan before each call"
     fields: Sequence[tuple[str, int, list[tuple[str, int]]]] = ()
     date_sources: Mapping[str, int] = field(default_factory=dict)
+    warm_note: str | None = None
+    """A reader warming its store, or warmed by a slower method than it could (``facade.warmth``)."""
 
 
 def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
@@ -122,6 +124,8 @@ def status_response(facts: StatusFacts, *, max_skipped: int) -> StatusResponse:
         notes.append(f.nothing_found)
     if f.semantic_note:
         notes.append(f.semantic_note)
+    if f.warm_note:
+        notes.append(f.warm_note)
     return StatusResponse(
         root=str(f.root) if f.root is not None else None, index_path=f.index_path, documents=f.documents, chunks=f.chunks,
         indexing=f.indexing, progress=progress_model(f.progress),

@@ -36,6 +36,9 @@ class CopyReport:
     vector_index: bool = False
     """Whether the target's own approximate vector index was built after the copy (PostgreSQL past
     ``[index].approximate_above``), so its readers search a graph from the start."""
+    warmed: str | None = None
+    """What was read into the target's memory after the copy (``store.warming``), so a reader started
+    on it is warm from its first search; ``None`` where the target has nothing to warm."""
 
 
 def copy_index(source: Store, target: Store) -> CopyReport:

@@ -46,6 +46,7 @@ from kbseek.store.records import (
     RowIds,
     SkippedPath,
 )
+from kbseek.store.warming import Warming
 
 # -- the protocol ----------------------------------------------------------------------------------
 
@@ -140,6 +141,14 @@ class Lifecycle(Protocol):
     pass_lock: PassLock | None
     """The store's own lock for a whole pass, when writers on several machines share the index
     (PostgreSQL's); ``None``: the lock file beside the index (``store.lock.WriterLock``) serves."""
+
+    @property
+    def warming(self) -> Warming | None:
+        """The store reading what a search reads into memory before a reader reports ready (PostgreSQL:
+        its buffers, with ``pg_prewarm`` where the server has it; ``store.warming``); ``None`` where
+        a search's first reads cost no more than its later ones (SQLite: a file the operating system
+        caches, and vectors the dense leg loads itself)."""
+        ...
 
     @property
     def location(self) -> str:

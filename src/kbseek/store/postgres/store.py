@@ -35,6 +35,7 @@ from kbseek.store.meta import META_PASSES
 from kbseek.store.nearest import NearestVectors
 from kbseek.store.postgres import lexical as postgres_lexical
 from kbseek.store.postgres import vectors as postgres_vectors
+from kbseek.store.postgres import warm as postgres_warm
 from kbseek.store.postgres.deadline import BULK, READ, WRITE, Bound
 from kbseek.store.postgres.filters import FACET_FIELDS, FACET_VALUES, NEWEST, filter_sql
 from kbseek.store.postgres.listen import POLL_SECONDS, PassListener
@@ -58,6 +59,7 @@ from kbseek.store.records import (
     DocumentState,
     IndexMeta,
 )
+from kbseek.store.warming import Warmed, Warming
 
 __all__ = ["PostgresStore"]
 
@@ -161,6 +163,19 @@ class PostgresStore(IndexReader):
     @property
     def location(self) -> str:
         return self._location
+
+    @property
+    def warming(self) -> Warming:
+        """A restarted database or a fresh copy holds none of the index in its buffers
+        (``postgres_warm``)."""
+        return self
+
+    def warm(self) -> Warmed:
+        """The search relations read into the server's buffers, ``pg_prewarm`` where it has it."""
+        if self._absent:
+            return Warmed(postgres_warm.PREWARM, (), 0, 0.0, 0.0)
+        with self._reading(BULK) as conn:
+            return postgres_warm.warm(conn)
 
     def close(self) -> None:
         self._listener.close()

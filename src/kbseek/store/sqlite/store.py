@@ -41,6 +41,7 @@ from kbseek.store.sqlite.fts_match import match_expression
 from kbseek.store.sqlite.reads import READS, marks, parameters
 from kbseek.store.sqlite.schema import create_private, is_busy, open_schema
 from kbseek.store.sqlite.writer import SqliteWriter
+from kbseek.store.warming import Warming
 
 __all__ = ["SqliteStore"]
 
@@ -113,6 +114,8 @@ class SqliteStore(IndexReader, SqliteFacts):
     reads = READS
     nearest: NearestVectors | None = None
     """The dense leg searches the vectors it loaded: SQLite finds no nearest vectors itself."""
+    warming: Warming | None = None
+    """Nothing to warm: the operating system caches the file, and the dense leg loads its vectors."""
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, bulk: bool = False) -> list[Row]:
         return self.conn.execute(sql, parameters(params)).fetchall()
