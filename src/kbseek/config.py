@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from kbseek.auth_spec import AuthSpec
 from kbseek.dates import DATE_FIELDS
 from kbseek.embed.base import EmbedderSpec
 from kbseek.errors import ConfigError
@@ -190,6 +191,9 @@ class Settings:
     rerank: RerankSpec = field(default_factory=RerankSpec)
     """A cross-encoder that re-orders the best fused candidates, within a time budget;
     off unless a provider is set (docs/decisions/0038)."""
+    auth: AuthSpec = field(default_factory=AuthSpec)
+    """Sign-in for ``serve --http`` (the ``[auth]`` table, ``AuthSpec``): the issuer, the public
+    resource URL, the scopes and the static tokens; unset, no token is asked for (docs/decisions/0054)."""
 
     def __post_init__(self) -> None:
         # A library caller writes Settings(root="~/notes"): a string (or any os.PathLike) is taken as
@@ -298,6 +302,7 @@ SECTIONS: dict[str, tuple[type, bool]] = {
     "limits": (Limits, True),
     "embed": (EmbedderSpec, False),
     "rerank": (RerankSpec, True),
+    "auth": (AuthSpec, False),
 }
 """Tables that fill a settings object of their own, field by field: table → (its class, reloadable)."""
 

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from kbseek import Filters, IndexReport, KnowledgeBase, SearchQuery, __version__, render
+from kbseek.cli.auth_options import auth_gate, auth_options
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
 from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, configure_logging, kb_options, shared_options
@@ -235,6 +236,7 @@ def index(
 @click.option(
     "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp and /api."
 )
+@auth_options
 @click.option(
     "--max-sessions",
     default=MAX_SESSIONS,
@@ -261,8 +263,8 @@ def index(
 def serve(
     kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
-    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool,
-    library: Library | None = None,
+    auth_issuer: str | None, auth_resource: str | None, auth_tokens: tuple[str, ...], max_sessions: int,
+    max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool, library: Library | None = None,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
@@ -314,10 +316,14 @@ def serve(
     )  # fmt: skip
     if not is_loopback(host):
         click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
+    gate = auth_gate(
+        kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
+        port=port, allowed_hosts=policy.allowed_hosts,
+    )  # fmt: skip
     (library or kb).start_background()
     served = library or kb
     app = build_http_app(
-        build_server(kb, library=library), policy, build_web_app(kb, library), served.readiness
+        build_server(kb, library=library), policy, build_web_app(kb, library), served.readiness, gate
     )
     click.echo(f"kbseek: MCP at {mcp_url(host, port)}, web page at /ui", err=True)
     serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap

@@ -14,6 +14,10 @@ when set, guards ``/api`` as it guards ``/mcp``. A browser opening the bare
 address (``GET /``) is sent to ``/ui`` under that same policy, rather than
 answered with a 404 that looks like a broken server.
 
+Sign-in (named static tokens, OAuth: ``server/auth/``) is one
+:class:`~kbseek.server.auth.gate.Gate` wrapped around ``/mcp`` and ``/api/*``, outside everything
+else this module does to those routes' answers; it also answers the RFC 9728 metadata's paths.
+
 A POST to ``/mcp`` that is JSON but not one JSON-RPC message (a batch array among them: MCP
 2025-06-18 removed batching) is answered ``400`` with Invalid Request (``-32600``), not the SDK's
 Invalid params with a validator dump; what is not JSON the SDK answers with Parse error
@@ -28,7 +32,6 @@ the port, and everything else, must match exactly.
 """
 
 import asyncio
-import hmac
 import json
 import logging
 import os
@@ -41,6 +44,8 @@ from kbseek.folding import ascii_lower
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the SDK
     from mcp.server.mcpserver import MCPServer
+
+    from kbseek.server.auth.gate import Gate
 
 log = logging.getLogger(__name__)
 
@@ -152,10 +157,14 @@ class Guard:
     """The ASGI layer in front of the SDK's app."""
 
     def __init__(
-        self, app: ASGIApp, policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None
-    ) -> None:
+        self, app: ASGIApp, policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None,
+        gate: "Gate | None" = None,
+    ) -> None:  # fmt: skip
+        self.gate = gate if gate is not None else _token_gate(policy.token)
         self.app = app
+        self.mcp = self._mcp if self.gate is None else self.gate.guard(self._mcp)
         self.web = web
+        self.api = web if web is None or self.gate is None else self.gate.guard(web)
         self.ready = ready
         self.policy = policy
         self._hosts = {ascii_lower(h) for h in policy.hosts()}
@@ -185,6 +194,9 @@ class Guard:
             why = await asyncio.to_thread(self.ready) if self.ready is not None else None
             await _readiness(send, why)
             return
+        if self.gate is not None and (metadata := self.gate.metadata(path)) is not None:
+            await _serve_metadata(send, metadata)  # RFC 9728: how to sign in, asked before signing in
+            return
         page = path == "/" and scope.get("method") in ("GET", "HEAD")  # a browser opened the bare address
         if self.web is not None and (page or path == "/ui" or path.startswith(("/ui/", "/api/"))):
             if not self.policy.ui_remote and not _from_loopback(scope):
@@ -196,38 +208,38 @@ class Guard:
             if page:
                 await _redirect(send, "/ui")
                 return
-            if path.startswith("/api/") and not self._authorized(headers):
-                await _unauthorized(send)
-                return
-            await self.web(scope, receive, send)
+            await (self.api if path.startswith("/api/") and self.api else self.web)(scope, receive, send)
             return
-        if not self._authorized(headers):
-            await _unauthorized(send)
-            return
+        await self.mcp(scope, receive, send)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") == "POST":
             body = _FirstByte(receive)
             await self.app(scope, body, _sessions_as_429(_envelope_as_invalid_request(send, body)))
             return
         await self.app(scope, receive, _sessions_as_429(send))
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        if self.policy.token is None:
-            return True
-        expected = f"Bearer {self.policy.token}"
-        return hmac.compare_digest(headers.get("authorization", "").encode(), expected.encode())
+
+def _token_gate(token: str | None) -> "Gate | None":
+    """The gate of a policy's one static token (``HttpPolicy.token``), for callers that pass no gate."""
+    if token is None:
+        return None
+    from kbseek.server.auth.gate import Gate
+    from kbseek.server.auth.settings import AuthConfig, StaticCredential
+
+    return Gate(AuthConfig(static=(StaticCredential("token", token, (AuthConfig.read_scope,)),)))
+
+
+async def _serve_metadata(send: Send, body: bytes) -> None:
+    from kbseek.server.auth.gate import serve_metadata
+
+    await serve_metadata(send, body)
 
 
 def _from_loopback(scope: Scope) -> bool:
     client = scope.get("client")
     host = client[0] if client else ""
     return host == "::1" or host.startswith("127.") or host == "localhost"
-
-
-async def _unauthorized(send: Send) -> None:
-    await _respond(
-        send, 401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-        [(b"www-authenticate", b"Bearer")],
-    )  # fmt: skip
 
 
 async def _redirect(send: Send, location: str) -> None:
@@ -375,12 +387,15 @@ def _as_invalid_request(raw: bytes, *, batch: bool) -> bytes | None:
 
 
 def build_http_app(
-    server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None
-) -> ASGIApp:
+    server: "MCPServer[Any]", policy: HttpPolicy, web: ASGIApp | None = None, ready: Readiness | None = None,
+    gate: "Gate | None" = None,
+) -> ASGIApp:  # fmt: skip
     """The SDK's Streamable HTTP app at ``/mcp`` (and the web page, if given) behind our guard.
 
     The guard does the Host/Origin checks, so the SDK's own copy of them is off. ``ready`` answers
     ``/readyz`` (``KnowledgeBase.readiness``); ``/healthz`` answers whenever the process does.
+    ``gate`` checks bearer tokens on ``/mcp`` and ``/api/*`` (``server/auth/``); without one, the
+    policy's static token does, if it has one.
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -390,4 +405,4 @@ def build_http_app(
         session_idle_timeout=policy.session_idle_s,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return Guard(app, policy, web, ready)
+    return Guard(app, policy, web, ready, gate)

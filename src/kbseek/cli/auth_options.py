@@ -1,0 +1,64 @@
+"""``serve``'s sign-in flags, and the gate they and ``[auth]`` make (``server/auth/``).
+
+Kept apart from the command so ``serve`` reads as what it does; the flags sit beside ``--token-env``
+in its help, where a person looks for them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kbseek.auth_spec import AuthSpec
+
+if TYPE_CHECKING:  # the server's modules load the SDK; --help does not need it
+    from kbseek.server.auth.gate import Gate
+
+
+def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--auth-issuer``, ``--auth-resource`` and ``--auth-token``, passed as ``auth_issuer``,
+    ``auth_resource`` and ``auth_tokens``."""
+    options = (
+        click.option(
+            "--auth-issuer", metavar="URL", default=None,
+            help="Take OAuth access tokens from this issuer (its exact 'iss'); overrides [auth] issuer.",
+        ),
+        click.option(
+            "--auth-resource", metavar="URL", default=None,
+            help="This server's public URL, e.g. https://kb.example.com/mcp: what tokens must be issued for.",
+        ),
+        click.option(
+            "--auth-token", "auth_tokens", metavar="'NAME=VAR [SCOPE…]'", multiple=True,
+            help="A named static token read from $VAR, with its scopes (default: the read scope; repeatable).",
+        ),
+    )  # fmt: skip
+    return functools.reduce(lambda f, option: option(f), reversed(options), fn)
+
+
+def auth_gate(
+    spec: AuthSpec, *, issuer: str | None, resource: str | None, tokens: Sequence[str], token_env: str | None,
+    port: int, allowed_hosts: Sequence[str],
+) -> Gate | None:  # fmt: skip
+    """The gate ``serve --http`` runs behind, or ``None`` for a server that asks for no token; what it
+    takes, and what looks wrong with the public URL, said on stderr."""
+    from kbseek.server.auth.gate import Gate
+    from kbseek.server.auth.settings import AuthConfig, public_url_warnings
+
+    config = AuthConfig.resolve(spec, issuer=issuer, resource=resource, tokens=tokens, token_env=token_env)
+    gate = Gate.build(config)
+    if gate is None:
+        return None
+    if config.issuer is not None and config.resource is not None:
+        click.echo(
+            f"kbseek: sign-in: tokens from {config.issuer} for {config.resource} "
+            f"(scope {config.read_scope} to read)", err=True,
+        )  # fmt: skip
+        for warning in public_url_warnings(config.resource, port=port, allowed_hosts=allowed_hosts):
+            click.echo(f"warning: {warning}", err=True)
+    if config.static:
+        names = ", ".join(f"{c.name} ({' '.join(c.scopes)})" for c in config.static)
+        click.echo(f"kbseek: static tokens: {names}", err=True)
+    return gate

@@ -1,0 +1,150 @@
+"""``[auth]`` and the ``serve`` flags resolved into what the server runs with, secrets included.
+
+:class:`~kbseek.auth_spec.AuthSpec` is the file's shape; this is the running value: the flags laid
+over it (``--auth-issuer``, ``--auth-resource``, ``--auth-token``, and the older ``--token-env``),
+each static token's secret read from its environment variable, and the introspection client's
+secret too. A variable that is unset or empty stops the server at start, naming it: a credential
+that silently does not exist would be found out by the person it locks out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
+
+from kbseek.auth_spec import AuthSpec, StaticTokenSpec, parse_static_token
+from kbseek.errors import ConfigError
+
+MCP_PATH = "/mcp"
+"""Where the server answers MCP; a resource URL with another path is reached through a proxy that
+rewrites it."""
+
+
+@dataclass(frozen=True)
+class StaticCredential:
+    """A named static bearer token and the scopes it grants."""
+
+    name: str
+    secret: str = field(repr=False)
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Introspection:
+    """The RFC 7662 client: where to ask (``None``: the issuer's metadata says) and as whom."""
+
+    endpoint: str | None
+    client_id: str
+    secret: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """What the gate checks. ``issuer`` ``None``: static tokens only, or nothing at all."""
+
+    read_scope: str = "kb:read"
+    write_scope: str = "kb:write"
+    issuer: str | None = None
+    resource: str | None = None
+    algorithms: tuple[str, ...] = ()
+    clock_skew_s: float = 60.0
+    key_refetch_s: float = 30.0
+    introspection: Introspection | None = None
+    static: tuple[StaticCredential, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any token is asked for; a server with neither OAuth nor a static token is local-only."""
+        return self.issuer is not None or bool(self.static)
+
+    @property
+    def scopes(self) -> tuple[str, str]:
+        return self.read_scope, self.write_scope
+
+    @classmethod
+    def resolve(
+        cls, spec: AuthSpec, *, issuer: str | None = None, resource: str | None = None,
+        tokens: Sequence[str] = (), token_env: str | None = None, environ: Mapping[str, str] = os.environ,
+    ) -> AuthConfig:  # fmt: skip
+        """The configuration in force: flags over ``spec``, secrets from ``environ``.
+
+        ``tokens`` are ``--auth-token`` values (``NAME=VAR [SCOPE…]``), added to the file's;
+        ``token_env`` is ``--token-env``'s variable, a credential named after it with the read scope.
+        Raises :class:`~kbseek.errors.ConfigError` naming the flag, key or variable at fault.
+        """
+        if issuer is not None or resource is not None:
+            spec = replace(
+                spec,
+                issuer=issuer if issuer is not None else spec.issuer,
+                resource=resource if resource is not None else spec.resource,
+            )  # validated again, as the file was: an issuer without a resource is refused here
+        specs = [*spec.static_tokens, *(parse_static_token(t, "--auth-token") for t in tokens)]
+        if token_env:
+            specs.append(StaticTokenSpec(token_env, token_env))
+        names = [s.name for s in specs]
+        if len(names) != len(set(names)):
+            raise ConfigError("two static tokens have the same name; give each its own")
+        static = tuple(
+            StaticCredential(s.name, _secret(s.env, environ, f"token {s.name!r}"), s.scopes or (spec.read_scope,))
+            for s in specs
+        )  # fmt: skip
+        introspection = None
+        if spec.introspection_client_id is not None and spec.introspection_secret_env is not None:
+            introspection = Introspection(
+                spec.introspection_endpoint, spec.introspection_client_id,
+                _secret(spec.introspection_secret_env, environ, "[auth].introspection_secret_env"),
+            )  # fmt: skip
+        return cls(
+            read_scope=spec.read_scope, write_scope=spec.write_scope, issuer=spec.issuer,
+            resource=spec.resource, algorithms=spec.algorithms, clock_skew_s=spec.clock_skew,
+            key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static,
+        )  # fmt: skip
+
+
+def _secret(variable: str, environ: Mapping[str, str], what: str) -> str:
+    value = environ.get(variable)
+    if not value:
+        raise ConfigError(f"{what}: the environment variable {variable} is empty or unset")
+    return value
+
+
+def public_url_warnings(resource: str, *, port: int, allowed_hosts: Sequence[str] = ()) -> list[str]:
+    """What is wrong between the configured public URL and how the server is bound, in sentences
+    for stderr at start (each a likely silent ``401`` or ``403`` later).
+
+    The resource URL is not checked against requests (a TLS proxy in front changes the scheme and
+    often the host), so it is checked here against what the server knows of itself: the path it
+    serves MCP at, the scheme it speaks (plain HTTP), its port on this machine, and the ``Host``
+    values it accepts.
+    """
+    parts = urlsplit(resource)
+    hostname = parts.hostname or ""
+    local = hostname in ("127.0.0.1", "localhost", "::1")
+    warnings = []
+    if parts.path.rstrip("/") != MCP_PATH:
+        warnings.append(
+            f"the resource URL's path is {parts.path or '/'!r} but MCP is served at {MCP_PATH}: "
+            "hosts must connect to the resource URL, so a proxy in front must map it to /mcp"
+        )
+    if local and parts.scheme == "https":
+        warnings.append(
+            f"the resource URL {resource} is https:// on this machine, but this server speaks plain "
+            "HTTP: hosts connecting to it will fail unless a TLS proxy listens there"
+        )
+    if local and (parts.port or 80) != port and parts.scheme == "http":
+        warnings.append(f"the resource URL names port {parts.port or 80}, but the server listens on {port}")
+    if not local and parts.scheme == "http":
+        warnings.append(
+            f"the resource URL {resource} is plain http:// to another machine: tokens would cross the "
+            "network in clear; put a TLS proxy in front and give its https:// URL"
+        )
+    netloc = parts.netloc.rsplit("@", 1)[-1].lower()
+    if not local and netloc not in {h.lower() for h in allowed_hosts}:
+        warnings.append(
+            f"the resource URL's host {netloc} is not an allowed Host header: requests a proxy "
+            f"forwards with it are refused (403); add --allow-host {netloc}, or have the proxy send "
+            f"Host: 127.0.0.1:{port}"
+        )
+    return warnings
