@@ -88,6 +88,8 @@ async def read_over_mcp(served: Served, token: str) -> dict[str, Any]:
         document = await client.call_tool("get_document", {"path": "notes/plain.txt"})
         missing = await client.call_tool("get_document", {"path": "nowhere.md"})
         await client.read_resource("kb://doc/runbooks/deploy.md")
+        with pytest.raises(Exception):  # noqa: B017 - not found, in whichever form the client raises it
+            await client.read_resource("kb://doc/nowhere.md")
     assert not document.is_error and missing.is_error
     return {"hits": [h["path"] for h in hits], "passages": fetched.structured_content["passages"]}
 
@@ -108,23 +110,24 @@ async def test_each_call_is_one_line_naming_the_caller_the_tool_and_the_paths(
         )
         assert request(f"{served.base}/api/search?q={QUERY}", {"Authorization": "Bearer wrong"})[0] == 401
         assert request(f"{served.base}/api/search?q={QUERY}")[0] == 401  # no credential: nothing recorded
-        records = served.records(13)
-    assert len(records) == 13, records
+        records = served.records(15)
+    assert len(records) == 15, records
     static = [r for r in records if r["credential"] == "ci"]
     assert [r["tool"] for r in static] == [
-        "search", "fetch", "get_document", "get_document", "resources/read", "/api/search",
+        "search", "fetch", "get_document", "get_document", "resources/read", "resources/read", "/api/search",
     ]  # fmt: skip
-    search, fetch, document, missing, resource, api = static
+    search, fetch, document, missing, resource, unread, api = static
     assert search["paths"] == answered["hits"] and search["outcome"] == "ok"
     assert fetch["paths"] == [p["path"] for p in answered["passages"]]
     assert document["paths"] == ["notes/plain.txt"] and document["collection"] == kb_root.name
     assert missing["outcome"] == "DocumentNotFound" and missing["paths"] == []
     assert resource["paths"] == ["runbooks/deploy.md"] and resource["outcome"] == "ok"
+    assert unread["paths"] == [] and unread["outcome"] == "NotServable"  # the error class
     assert api["paths"] == answered["hits"]
     assert search["client"] == "ci" and search["method"] == "static" and search["subject"] is None
     oauth = [r for r in records if r["method"] == "jwt"]
     assert [r["tool"] for r in oauth] == [
-        "search", "fetch", "get_document", "get_document", "resources/read", "/api/document",
+        "search", "fetch", "get_document", "get_document", "resources/read", "resources/read", "/api/document",
     ]  # fmt: skip
     assert {r["subject"] for r in oauth} == {"alice"} and oauth[-1]["paths"] == ["notes/plain.txt"]
     assert records[-1]["outcome"] == "refused" and records[-1]["subject"] is None

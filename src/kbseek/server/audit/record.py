@@ -162,7 +162,7 @@ class Recorder:
         try:
             ref = parse_collection_uri(uri) if self.several else parse_uri(uri)
             collection = ref.kb or self.collection
-            if ref.kind == "doc":
+            if ref.kind == "doc" and outcome == "ok":  # as for a tool: paths read, not paths asked for
                 paths = [ref.path]
         except Exception:  # a malformed uri: recorded without a path
             pass
