@@ -93,6 +93,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if key.startswith("KBSEEK_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # a signed-in server's record of reads
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from kbseek.audit_spec import AuditSpec
 from kbseek.auth_spec import AuthSpec
 from kbseek.dates import DATE_FIELDS
 from kbseek.embed.base import EmbedderSpec
@@ -194,6 +195,9 @@ class Settings:
     auth: AuthSpec = field(default_factory=AuthSpec)
     """Sign-in for ``serve --http`` (the ``[auth]`` table, ``AuthSpec``): the issuer, the public
     resource URL, the scopes and the static tokens; unset, no token is asked for (docs/decisions/0054)."""
+    audit: AuditSpec = field(default_factory=AuditSpec)
+    """The record of who read what, kept by a server with sign-in (the ``[audit]`` table,
+    ``AuditSpec``): where, whether query text is in it, and its rotation (docs/decisions/0055)."""
 
     def __post_init__(self) -> None:
         # A library caller writes Settings(root="~/notes"): a string (or any os.PathLike) is taken as
@@ -303,6 +307,7 @@ SECTIONS: dict[str, tuple[type, bool]] = {
     "embed": (EmbedderSpec, False),
     "rerank": (RerankSpec, True),
     "auth": (AuthSpec, False),
+    "audit": (AuditSpec, False),
 }
 """Tables that fill a settings object of their own, field by field: table → (its class, reloadable)."""
 

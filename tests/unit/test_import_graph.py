@@ -11,7 +11,7 @@ of a higher one::
                   values and pure functions that know nothing of the rest
     1 domain      ingest/*, store/*, embed/*, search/*, rerank/*
                   files → documents → chunks → index → hits; each knows its inputs, not its callers
-    2 settings    config, auth_spec
+    2 settings    config, auth_spec, audit_spec
                   reads kbseek.toml into the option types the domain defines
     3 facade      kbseek (the package, the public API), kb, library, responses and facade/*
                   (the parts KnowledgeBase delegates to)
@@ -59,7 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         *_package("kbseek.ingest"), *_package("kbseek.store"), *_package("kbseek.embed"),
         *_package("kbseek.search"), *_package("kbseek.rerank"),
     )),
-    ("settings", ("kbseek.config", "kbseek.auth_spec")),
+    ("settings", ("kbseek.config", "kbseek.auth_spec", "kbseek.audit_spec")),
     ("facade", ("kbseek", "kbseek.kb", "kbseek.library", "kbseek.responses", *_package("kbseek.facade"))),
     ("surfaces", ("kbseek.__main__", *_package("kbseek.cli"), *_package("kbseek.server"), "kbseek.render")),
 )  # fmt: skip

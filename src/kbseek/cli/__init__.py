@@ -16,11 +16,12 @@ from typing import Any
 import click
 
 from kbseek import Filters, IndexReport, KnowledgeBase, SearchQuery, __version__, render
-from kbseek.cli.auth_options import auth_gate, auth_options
+from kbseek.cli.auth_options import audit_recorder, auth_gate, auth_options
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
 from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, configure_logging, kb_options, shared_options
 from kbseek.filters import where_from_text
+from kbseek.library import collection_name
 from kbseek.progress import ProgressSnapshot, describe_timing
 from kbseek.server.http import MAX_BODY_BYTES, MAX_SESSIONS
 from kbseek.text.plurals import counted
@@ -263,8 +264,9 @@ def index(
 def serve(
     kb: KnowledgeBase, no_watch: bool, http: bool, host: str, port: int, allow_remote: bool,
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
-    auth_issuer: str | None, auth_resource: str | None, auth_tokens: tuple[str, ...], max_sessions: int,
-    max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool, library: Library | None = None,
+    auth_issuer: str | None, auth_resource: str | None, auth_tokens: tuple[str, ...], audit_log: str | None,
+    max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool,
+    library: Library | None = None,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 
@@ -320,13 +322,24 @@ def serve(
         kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
         port=port, allowed_hosts=policy.allowed_hosts,
     )  # fmt: skip
+    name = (
+        library.default if library else collection_name(kb.root) if kb.root else kb.settings.kb_name or "kb"
+    )
+    audit = audit_recorder(
+        kb.settings.audit, gate, path=audit_log, collection=name, several=bool(library and library.several)
+    )
     (library or kb).start_background()
     served = library or kb
     app = build_http_app(
-        build_server(kb, library=library), policy, build_web_app(kb, library), served.readiness, gate
-    )
+        build_server(kb, library=library, audit=audit), policy, build_web_app(kb, library, audit),
+        served.readiness, gate,
+    )  # fmt: skip
     click.echo(f"kbseek: MCP at {mcp_url(host, port)}, web page at /ui", err=True)
-    serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
+    try:
+        serve_http(app, policy, host)  # with header, body and keep-alive deadlines and a connection cap
+    finally:
+        if audit is not None:
+            audit.writer.close()  # what is queued is written before the process ends
 
 
 @cli.command()
@@ -560,12 +573,14 @@ def doctor(
         sys.exit(1)
 
 
+from kbseek.cli.audit import audit as _audit  # noqa: E402 - kept beside its registration
 from kbseek.cli.model import model as _model  # noqa: E402 - kept beside its registration
 from kbseek.cli.related import related_command  # noqa: E402 - kept beside its registration
 from kbseek.cli.service import service as _service  # noqa: E402 - kept beside its registration
 
 cli.add_command(_service)
 cli.add_command(_model)
+cli.add_command(_audit)
 cli.add_command(related_command(kb_options(reader=True)))
 
 

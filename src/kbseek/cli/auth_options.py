@@ -12,15 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kbseek.audit_spec import AuditSpec
 from kbseek.auth_spec import AuthSpec
 
 if TYPE_CHECKING:  # the server's modules load the SDK; --help does not need it
+    from kbseek.server.audit.record import Recorder
     from kbseek.server.auth.gate import Gate
 
 
 def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--auth-issuer``, ``--auth-resource`` and ``--auth-token``, passed as ``auth_issuer``,
-    ``auth_resource`` and ``auth_tokens``."""
+    """``--auth-issuer``, ``--auth-resource``, ``--auth-token`` and ``--audit-log``, passed as
+    ``auth_issuer``, ``auth_resource``, ``auth_tokens`` and ``audit_log``."""
     options = (
         click.option(
             "--auth-issuer", metavar="URL", default=None,
@@ -33,6 +35,10 @@ def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--auth-token", "auth_tokens", metavar="'NAME=VAR [SCOPE…]'", multiple=True,
             help="A named static token read from $VAR, with its scopes (default: the read scope; repeatable).",
+        ),
+        click.option(
+            "--audit-log", metavar="PATH", default=None,
+            help="Record who read what here, one JSON line per signed-in call; overrides [audit] path.",
         ),
     )  # fmt: skip
     return functools.reduce(lambda f, option: option(f), reversed(options), fn)
@@ -62,3 +68,24 @@ def auth_gate(
         names = ", ".join(f"{c.name} ({' '.join(c.scopes)})" for c in config.static)
         click.echo(f"kbseek: static tokens: {names}", err=True)
     return gate
+
+
+def audit_recorder(
+    spec: AuditSpec, gate: Gate | None, *, path: str | None, collection: str, several: bool
+) -> Recorder | None:
+    """The record of who read what a server with ``gate`` keeps (``None``: nothing is recorded, and
+    nothing is hooked), hooked into the gate's refusals; where it goes, said on stderr."""
+    from kbseek.server.audit import open_recorder
+
+    if gate is None:
+        if path is not None:
+            click.echo(
+                "warning: --audit-log: nothing is recorded without sign-in (no caller is known)", err=True
+            )
+        return None
+    recorder = open_recorder(spec, signed_in=True, path=path, collection=collection, several=several)
+    if recorder is not None:
+        gate.audit = recorder
+        queries = " (with query text)" if recorder.queries else ""
+        click.echo(f"kbseek: recording who read what{queries} to {recorder.writer.path}", err=True)
+    return recorder

@@ -25,6 +25,7 @@ from kbseek.library import Library
 from kbseek.responses import DocumentResponse, FetchResponse, SearchHit, SearchResponse
 from kbseek.server import mcp as tools
 from kbseek.server import tool_results
+from kbseek.server.audit.record import Recorder
 from kbseek.server.resources import KbServer
 from kbseek.server.slots import slotted
 from kbseek.server.tool_results import tool_errors, tool_result
@@ -69,12 +70,16 @@ def _search_size(r: SearchResponse) -> int:
 
 
 def build_server(
-    kb: KnowledgeBase, *, background: bool = False, library: Library | None = None
-) -> MCPServer[Any]:
+    kb: KnowledgeBase, *, background: bool = False, library: Library | None = None,
+    audit: Recorder | None = None,
+) -> MCPServer[Any]:  # fmt: skip
     """:func:`kbseek.server.mcp.build_server`, over several collections when ``library`` holds several
     (``kb`` is its default): the collection-dependent tools are replaced, resources carry the
-    collection, and a pass in any collection announces a changed resource list."""
+    collection, and a pass in any collection announces a changed resource list. ``audit``: the
+    record of who read what, kept at the one place every tool call, resource read and prompt passes."""
     server = tools.build_server(kb, background=background)
+    if audit is not None:
+        server._lowlevel_server.middleware.append(audit.mcp_middleware)
     if library is None or not library.several:
         return server
     register_library_tools(server, library)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from kbseek import render
 from kbseek.responses import FetchResponse, SearchResponse
+from kbseek.server.audit.record import note_failure
 from kbseek.server.errors import translate
 from kbseek.text.quoting import bounded_middle
 
@@ -77,5 +78,6 @@ def tool_errors(tool: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        note_failure(exc)  # the record's outcome: the SDK sends an isError result, not the exception
         _, text = translate(exc, f"tool {tool}")
         raise ToolError(bounded_middle(text, ERROR_CHARS)) from exc

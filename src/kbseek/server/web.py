@@ -38,6 +38,7 @@ from kbseek.library import Library, collection_name
 from kbseek.numbers import whole_number_argument
 from kbseek.responses import StatusResponse
 from kbseek.search_query import SearchQuery
+from kbseek.server.audit.record import Recorder
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
 from kbseek.server.tool_results import ERROR_CHARS
@@ -131,17 +132,39 @@ def _error(status: int, message: str) -> JSONResponse:
     )
 
 
-async def _answer(request: Request, call: Callable[[], BaseModel]) -> JSONResponse:
+async def _answer(
+    request: Request, call: Callable[[], BaseModel], audit: Recorder | None = None
+) -> JSONResponse:
     """Run a blocking knowledge-base call off the event loop; any error is answered with the error
     table's status and text (a refusal's own message, a bug's generic one). A query string whose
-    parameters are not UTF-8 text is answered 400 before anything runs."""
+    parameters are not UTF-8 text is answered 400 before anything runs. With ``audit``, a signed-in
+    caller's call is recorded here, the one place every ``/api`` answer passes."""
+    if audit is None:
+        return await _run(request, call, _unrecorded)
+    params = request.query_params
+    asked = {"query": params.get("q"), "kb": [n for n in params.getlist("kb") if n.strip()]}
+    with audit.route(request.url.path, asked) as done:
+        return await _run(request, call, done)
+
+
+def _unrecorded(answer: BaseModel | None, outcome: str) -> None:
+    """What :func:`_run` reports to when nothing is recorded."""
+
+
+async def _run(
+    request: Request, call: Callable[[], BaseModel], done: Callable[[BaseModel | None, str], None]
+) -> JSONResponse:
     if (problem := query_text_error(request.scope.get("query_string", b""))) is not None:
+        done(None, "InvalidArgument")
         return _error(400, problem)
     try:
-        return _json(await in_slot(call))
+        answer = await in_slot(call)
     except Exception as exc:
-        answer, text = translate(exc, f"GET {request.url.path}")
-        return _error(answer.http, text)
+        done(None, type(exc).__name__)
+        status, text = translate(exc, f"GET {request.url.path}")
+        return _error(status.http, text)
+    done(answer, "ok")
+    return _json(answer)
 
 
 class Collection(BaseModel):
@@ -213,9 +236,11 @@ def _filters(request: Request) -> Filters:
     )  # fmt: skip
 
 
-def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlette:
+def build_web_app(
+    kb: KnowledgeBase, library: Library | None = None, audit: Recorder | None = None
+) -> Starlette:
     """The page and its API over ``kb``, or over ``library``'s collections when it is given (``kb`` is
-    then its default)."""
+    then its default); ``audit`` records a signed-in caller's calls."""
 
     served = collection_name(kb.root) if kb.root else "kb"
     """The name of the one knowledge base served without a library, as ``/api/collections`` gives it."""
@@ -267,20 +292,20 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
             only_served(names)
             return for_the_page(kb.search(asked), ranked=sort == "relevance")
 
-        return await _answer(request, call)
+        return await _answer(request, call, audit)
 
     async def status(request: Request) -> Response:
         def call() -> BaseModel:
             core = chosen(request)
             return without_machine_paths(core.status(), core.root)
 
-        return await _answer(request, call)
+        return await _answer(request, call, audit)
 
     async def topics(request: Request) -> Response:
-        return await _answer(request, lambda: chosen(request).topics())
+        return await _answer(request, lambda: chosen(request).topics(), audit)
 
     async def collections(request: Request) -> Response:
-        return await _answer(request, collections_answer)
+        return await _answer(request, collections_answer, audit)
 
     async def document(request: Request) -> Response:
         path = request.query_params.get("path", "")
@@ -293,7 +318,7 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
                 path, offset=offset, max_chars=_int_param(request, "max_chars")
             )
 
-        return await _answer(request, call)
+        return await _answer(request, call, audit)
 
     async def related(request: Request) -> Response:
         """The documents related to one, shown beside it on the page."""
@@ -302,6 +327,7 @@ def build_web_app(kb: KnowledgeBase, library: Library | None = None) -> Starlett
         return await _answer(
             request,
             lambda: chosen(request).related(path, chunk_id=chunk_id, limit=_int_param(request, "limit")),
+            audit,
         )
 
     routes: list[Any] = [Route(path, asset) for path in ASSETS]

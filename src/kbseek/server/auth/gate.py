@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbseek.server.auth.identity import KbAccessToken, attach, bound
 from kbseek.server.auth.introspection import IntrospectionVerifier
@@ -30,6 +30,9 @@ from kbseek.server.auth.metadata import challenge, document, metadata_paths
 from kbseek.server.auth.reasons import Reason, Rejected
 from kbseek.server.auth.settings import AuthConfig
 from kbseek.server.auth.static import StaticTokens
+
+if TYPE_CHECKING:
+    from kbseek.server.audit.record import Recorder
 
 log = logging.getLogger("kbseek.auth")
 
@@ -51,6 +54,8 @@ class Refusal:
     challenge: str | None
     message: str
     reason: Reason | None = None
+    identity: KbAccessToken | None = None
+    """The caller, when the token was good but lacked the scope."""
 
 
 class Gate:
@@ -61,6 +66,8 @@ class Gate:
         introspection: IntrospectionVerifier | None = None,
     ) -> None:  # fmt: skip
         self.config = config
+        self.audit: Recorder | None = None
+        """The record of who read what; a refused token is recorded there too (docs/decisions/0055)."""
         self.static = StaticTokens(config.static)
         self.jwt = jwt
         self.introspection = introspection
@@ -116,7 +123,7 @@ class Gate:
             )
             return Refusal(
                 403, challenge(self.config, error="insufficient_scope", scope=needed),
-                f"the token lacks the scope {needed}", Reason.SCOPE,
+                f"the token lacks the scope {needed}", Reason.SCOPE, identity,
             )  # fmt: skip
         return identity
 
@@ -136,6 +143,8 @@ class Gate:
         async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             outcome = await self.admit(_authorization(scope))
             if isinstance(outcome, Refusal):
+                if self.audit is not None and outcome.reason is not None:  # a token was sent, and refused
+                    self.audit.record(outcome.identity, tool=str(scope.get("path", "")), outcome="refused")
                 await refuse(send, outcome)
                 return
             with bound(attach(scope, outcome)):
