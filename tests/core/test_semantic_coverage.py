@@ -170,8 +170,9 @@ def test_a_search_arriving_while_the_model_loads_waits_for_it_a_bounded_time(
         core.start_background()
         threading.Timer(0.3, release.set).start()  # the model comes up while the search waits
         r = core.search("rollback")
-        # up, with no vectors yet (indexed without the model): "partial", never "loading"
-        assert r.legs.semantic == "partial" and "semantic_loading" not in r.note_codes
+        # up: "partial" while the background pass embeds what was indexed without the model, or "ok"
+        # once it has (a fast embedder on a busy machine can finish first); never "loading"
+        assert r.legs.semantic in ("partial", "ok") and "semantic_loading" not in r.note_codes
     finally:
         release.set()
         core.close()
