@@ -28,7 +28,7 @@ from kbseek.server.auth.audience import audience_matches
 from kbseek.server.auth.discovery import discover, fetch_json
 from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwt_verifier import client_of, scopes_of
-from kbseek.server.auth.reasons import Reason, Rejected
+from kbseek.server.auth.reasons import Checker, Reason, Rejected
 from kbseek.server.auth.settings import Introspection
 
 CACHE_S = 60.0
@@ -37,7 +37,7 @@ CACHE_ENTRIES = 4096
 """Answers kept at once; the oldest go first."""
 
 
-class IntrospectionVerifier:
+class IntrospectionVerifier(Checker):
     """The SDK's ``TokenVerifier`` for opaque tokens, asking the issuer's introspection endpoint."""
 
     def __init__(
@@ -53,12 +53,6 @@ class IntrospectionVerifier:
         self._cache: OrderedDict[bytes, tuple[float, KbAccessToken]] = OrderedDict()
         self.requests = 0
         """How many times the endpoint was asked (the tests count them)."""
-
-    async def verify_token(self, token: str) -> KbAccessToken | None:
-        try:
-            return await self.check(token)
-        except Rejected:
-            return None
 
     async def check(self, token: str) -> KbAccessToken:
         """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""

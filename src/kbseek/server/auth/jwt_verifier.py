@@ -18,7 +18,7 @@ import jwt
 from kbseek.server.auth.audience import audience_matches
 from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwks import KeySet
-from kbseek.server.auth.reasons import Reason, Rejected
+from kbseek.server.auth.reasons import Checker, Reason, Rejected
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -48,7 +48,7 @@ def client_of(claims: dict[str, Any]) -> str:
     return ""
 
 
-class JwtVerifier:
+class JwtVerifier(Checker):
     """The SDK's ``TokenVerifier`` for JWT access tokens from one issuer, for one resource."""
 
     def __init__(
@@ -60,13 +60,6 @@ class JwtVerifier:
         self.algorithms = algorithms
         self.clock_skew_s = clock_skew_s
         self.keys = keys or KeySet(issuer)
-
-    async def verify_token(self, token: str) -> KbAccessToken | None:
-        """The SDK's protocol: the token's identity, or ``None``. :meth:`check` says why not."""
-        try:
-            return await self.check(token)
-        except Rejected:
-            return None
 
     async def check(self, token: str) -> KbAccessToken:
         """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""

@@ -7,7 +7,12 @@ reads the code and its detail on stderr.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbseek.server.auth.identity import KbAccessToken
 
 
 class Reason(StrEnum):
@@ -42,3 +47,19 @@ class Rejected(Exception):
         super().__init__(f"{reason.value}: {detail}")
         self.reason = reason
         self.detail = detail
+
+
+class Checker(ABC):
+    """A verifier whose :meth:`check` says why a token is refused, and which is also the SDK's
+    ``TokenVerifier``: ``verify_token`` is ``check`` with the reason dropped, written once here."""
+
+    @abstractmethod
+    async def check(self, token: str) -> KbAccessToken:
+        """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""
+
+    async def verify_token(self, token: str) -> KbAccessToken | None:
+        """The SDK's protocol: the token's identity, or ``None``. :meth:`check` says why not."""
+        try:
+            return await self.check(token)
+        except Rejected:
+            return None
