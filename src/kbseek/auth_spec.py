@@ -37,6 +37,8 @@ MAX_CLOCK_SKEW_S = 300.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+TOKEN_PREFIX = "token:"
+"""How ``[auth.collections]`` names a static token rather than a group: ``"token:ci"``."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,16 @@ class AuthSpec:
     """Static bearer tokens beside OAuth, for headless clients and CI, each ``"NAME=VAR"`` (the read
     scope) or ``"NAME=VAR SCOPE…"``: a name of its own, so one can be revoked alone and a record can
     say which was used, and the environment variable holding its secret. Also ``serve --auth-token``."""
+    groups_claim: str = "groups"
+    """The token claim naming the caller's groups or roles, read by ``[auth.collections]``: a claim's
+    name (``groups``, ``roles``, Auth0's ``https://example.com/groups``) or, when no claim has that
+    name, a dotted path into nested claims (Keycloak's ``realm_access.roles``)."""
+    collections: dict[str, list[str]] | None = None
+    """``[auth.collections]``: which collections each group may read, e.g. ``support = ["runbooks"]``.
+    A key is a group from ``groups_claim``, ``"token:NAME"`` for a static token, or ``"*"`` for every
+    signed-in caller; a value lists collection names, or ``["*"]`` for all. A caller reads the
+    collections of all its groups; the others do not exist for it. Unset: every caller with the read
+    scope reads every collection."""
 
     def __post_init__(self) -> None:
         optional = ("issuer", "resource", "introspection_endpoint", "introspection_client_id",
@@ -164,6 +176,25 @@ class AuthSpec:
         names = [parse_static_token(t).name for t in self.tokens]
         if len(names) != len(set(names)):
             raise ConfigError("[auth].tokens: two tokens have the same name; give each its own")
+        if not isinstance(self.groups_claim, str) or not self.groups_claim.strip():
+            raise ConfigError("[auth].groups_claim must name a claim, e.g. 'groups' or 'realm_access.roles'")
+        self._check_collections()
+
+    def _check_collections(self) -> None:
+        if self.collections is None:
+            return
+        if not isinstance(self.collections, dict):
+            raise ConfigError('[auth.collections] must be a table: GROUP = ["COLLECTION", …]')
+        for group, names in self.collections.items():
+            if not group.strip():
+                raise ConfigError("[auth.collections]: a group name is empty")
+            if group.startswith(TOKEN_PREFIX) and not _CREDENTIAL_NAME.match(group[len(TOKEN_PREFIX) :]):
+                raise ConfigError(f"[auth.collections]: {group!r} names no possible static token")
+            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+                raise ConfigError(
+                    f'[auth.collections].{group} must be a list of collection names, e.g. ["runbooks"] '
+                    'or ["*"] for all'
+                )
 
     def _check_introspection(self) -> None:
         if self.introspection_endpoint is not None:
@@ -183,6 +214,13 @@ class AuthSpec:
                     "[auth].introspection_secret_env must name an environment variable, "
                     f"not {self.introspection_secret_env!r}"
                 )
+
+    @property
+    def readers(self) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+        """``[auth.collections]`` as pairs of a group and the collections it reads; ``None``: no rule."""
+        if self.collections is None:
+            return None
+        return tuple((group, tuple(names)) for group, names in self.collections.items())
 
     @property
     def static_tokens(self) -> tuple[StaticTokenSpec, ...]:

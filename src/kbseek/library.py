@@ -17,7 +17,7 @@ With one collection every call is the knowledge base's own answer, unchanged: no
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,9 @@ class Library:
     Owns the knowledge bases it is given: ``close()`` closes them all.
     """
 
-    def __init__(self, kbs: Mapping[str, KnowledgeBase], *, default: str | None = None) -> None:
+    def __init__(
+        self, kbs: Mapping[str, KnowledgeBase], *, default: str | None = None, several: bool | None = None
+    ) -> None:
         if not kbs:
             raise InvalidArgument("a library needs at least one knowledge base")
         for name in kbs:
@@ -87,6 +89,8 @@ class Library:
         self.default: str = default if default is not None else next(iter(self._kbs))
         if self.default not in self._kbs:
             raise InvalidArgument(f"the default collection {self.default!r} is not one of {self.names}")
+        self._several = len(self._kbs) > 1 if several is None else several
+        self._owner = True
 
     # -- the collections ---------------------------------------------------------------------------
 
@@ -97,7 +101,26 @@ class Library:
     @property
     def several(self) -> bool:
         """Whether answers name their collection (a ``kb`` field, ``kb://NAME/…`` URIs)."""
-        return len(self._kbs) > 1
+        return self._several
+
+    def only(self, names: Collection[str]) -> Library:
+        """The library as a caller allowed ``names`` sees it: the other collections do not exist in it.
+
+        Every answer, refusal and listing of the view is made from its own collections, so a
+        collection left out is not searched, listed or counted, and asking for it by name is refused
+        exactly as a name that never existed. The view keeps the whole library's way of naming
+        (``several``), so a document's ``kb://`` URI is the same for every caller, and its default
+        is the library's when that is kept, else the first kept. It shares the knowledge bases and
+        does not own them: closing it closes nothing.
+        """
+        kept = {n: kb for n, kb in self._kbs.items() if n in names}
+        if len(kept) == len(self._kbs):
+            return self
+        if not kept:
+            raise InvalidArgument("no collection is left to read")
+        view = Library(kept, default=self.default if self.default in kept else None, several=self.several)
+        view._owner = False
+        return view
 
     def __getitem__(self, name: str) -> KnowledgeBase:
         return self._kbs[self.pick_one(name)]
@@ -132,6 +155,8 @@ class Library:
         self.close()
 
     def close(self) -> None:
+        if not self._owner:
+            return
         for kb in self._kbs.values():
             kb.close()
 

@@ -147,7 +147,7 @@ async def test_with_queries_on_the_query_is_recorded(kb_root: Path, tmp_path: Pa
     with running_issuer() as issuer, serving(kb_root, tmp_path, issuer, audit="queries = true") as served:
         await read_over_mcp(served, STATIC)
         assert request(f"{served.base}/api/search?q=deploy", {"Authorization": f"Bearer {STATIC}"})[0] == 200
-        records = served.records(6)
+        records = served.records(7)  # six MCP calls and the /api search, the last written last
     assert records[0]["query"] == QUERY and records[-1]["query"] == "deploy"
     assert "query" not in records[1]  # a fetch asks nothing
 

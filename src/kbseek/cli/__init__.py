@@ -318,13 +318,13 @@ def serve(
     )  # fmt: skip
     if not is_loopback(host):
         click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
-    gate = auth_gate(
-        kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
-        port=port, allowed_hosts=policy.allowed_hosts,
-    )  # fmt: skip
     name = (
         library.default if library else collection_name(kb.root) if kb.root else kb.settings.kb_name or "kb"
     )
+    gate = auth_gate(
+        kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
+        port=port, allowed_hosts=policy.allowed_hosts, served=library.names if library else (name,),
+    )  # fmt: skip
     audit = audit_recorder(
         kb.settings.audit, gate, path=audit_log, collection=name, several=bool(library and library.several)
     )

@@ -46,7 +46,7 @@ def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def auth_gate(
     spec: AuthSpec, *, issuer: str | None, resource: str | None, tokens: Sequence[str], token_env: str | None,
-    port: int, allowed_hosts: Sequence[str],
+    port: int, allowed_hosts: Sequence[str], served: tuple[str, ...],
 ) -> Gate | None:  # fmt: skip
     """The gate ``serve --http`` runs behind, or ``None`` for a server that asks for no token; what it
     takes, and what looks wrong with the public URL, said on stderr."""
@@ -54,8 +54,12 @@ def auth_gate(
     from kbseek.server.auth.settings import AuthConfig, public_url_warnings
 
     config = AuthConfig.resolve(spec, issuer=issuer, resource=resource, tokens=tokens, token_env=token_env)
-    gate = Gate.build(config)
+    gate = Gate.build(config, served=served)
     if gate is None:
+        if config.readers is not None:
+            click.echo(
+                "warning: [auth.collections] is set, but nothing signs in: every caller reads all", err=True
+            )
         return None
     if config.issuer is not None and config.resource is not None:
         click.echo(
@@ -67,6 +71,8 @@ def auth_gate(
     if config.static:
         names = ", ".join(f"{c.name} ({' '.join(c.scopes)})" for c in config.static)
         click.echo(f"kbseek: static tokens: {names}", err=True)
+    if gate.rules.enabled:
+        click.echo(f"kbseek: collections by group, from the token's {config.groups_claim!r} claim", err=True)
     return gate
 
 

@@ -61,6 +61,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSIONS = 64
 RETRY_AFTER_S = 5
+WITHHELD = "not ready; the server's log says why"
+"""``/readyz``'s reason where collections are shown by group: the probe is anonymous, and a reason
+such as ``hr: the index is not built`` would name a collection to anyone."""
 
 Readiness = Callable[[], "str | None"]
 """Whether the server can serve now: ``None``, or why not (``KnowledgeBase.readiness``)."""
@@ -192,6 +195,9 @@ class Guard:
             return
         if path == "/readyz":  # readiness: what it serves can be served now (a load balancer's probe)
             why = await asyncio.to_thread(self.ready) if self.ready is not None else None
+            if why is not None and self.gate is not None and self.gate.rules.enabled:
+                log.warning("not ready: %s", why)  # the reason may name a collection; the probe is anonymous
+                why = WITHHELD
             await _readiness(send, why)
             return
         if self.gate is not None and (metadata := self.gate.metadata(path)) is not None:

@@ -26,7 +26,7 @@ from kbseek.responses import DocumentResponse, FetchResponse, SearchHit, SearchR
 from kbseek.server import mcp as tools
 from kbseek.server import tool_results
 from kbseek.server.audit.record import Recorder
-from kbseek.server.resources import KbServer
+from kbseek.server.resources import KbServer, describe
 from kbseek.server.slots import slotted
 from kbseek.server.tool_results import tool_errors, tool_result
 
@@ -111,8 +111,9 @@ def _tool(title: str, description: str) -> Callable[[_F], _F]:
 def _library(ctx: Context) -> Library:
     """The collections of the server answering this call."""
     server = ctx.mcp_server
-    assert isinstance(server, KbServer) and server.library is not None
-    return server.library
+    library = server.readable() if isinstance(server, KbServer) else None
+    assert library is not None
+    return library
 
 
 def _max_chars(library: Library) -> int:
@@ -229,11 +230,8 @@ def index_status(
 
 def register_library_tools(server: MCPServer[Any], library: Library) -> None:
     """Replace the collection-dependent tools of ``server`` with ones over ``library``'s collections."""
-    names = ", ".join(library.names)
     for fn, title, description in _TOOLS:
         server.remove_tool(fn.__name__)
-        server.tool(
-            title=title,
-            annotations=tools.READ_ONLY,
-            description=description.format(names=names, default=library.default),
-        )(fn)
+        server.tool(title=title, annotations=tools.READ_ONLY, description=describe(description, library))(fn)
+        if isinstance(server, KbServer) and description != describe(description, library):
+            server.templates[fn.__name__] = description  # a caller allowed fewer is told of fewer

@@ -229,7 +229,7 @@ class _BoundedServer(KbServer):
         limits = self.kb.limits
         return [
             c.model_copy(update={"input_schema": argument_schema(c.name, c.input_schema, limits)})
-            for c in map(_compact_tool, await super().list_tools())
+            for c in map(_compact_tool, self.described_for_caller(await super().list_tools()))
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -329,10 +329,10 @@ def _tool(description: str) -> Callable[[_F], _F]:
 
 
 def _kb(ctx: Context) -> KnowledgeBase:
-    """The knowledge base of the server answering this call."""
+    """The knowledge base this call reads: the server's, or its caller's default collection."""
     server = ctx.mcp_server
     assert isinstance(server, KbServer)
-    return server.kb
+    return server.caller_kb()
 
 
 @_tool(
@@ -443,7 +443,7 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
             kb.start_background()
         yield
 
-    server: MCPServer[Any] = _BoundedServer(
+    server = _BoundedServer(
         kb,
         name="kbseek",
         title="Knowledge base search",
@@ -454,6 +454,6 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
     )
     for fn, description in _TOOLS:
         server.tool(annotations=READ_ONLY, description=description)(fn)
-    register_prompts(server, kb)
+    register_prompts(server, server.caller_kb)
     server._lowlevel_server.middleware.append(_bounded_errors)
     return server

@@ -18,7 +18,7 @@ escaped to one line, and an argument it repeats is bounded.
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -287,8 +287,9 @@ def whats_new_text(since: Since, r: RecentDocuments) -> str:
     return "\n".join(lines) + "\n"
 
 
-def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
-    """Register the prompts on ``server``; they read the same knowledge base as the tools, so they agree."""
+def register_prompts(server: MCPServer[Any], reader: Callable[[], KnowledgeBase]) -> None:
+    """Register the prompts on ``server``; they read the knowledge base ``reader`` gives for the
+    request (the caller's default collection), the same the tools read, so they agree."""
 
     @server.prompt(
         name="answer_from_kb",
@@ -320,7 +321,7 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
     ) -> str:
         with _prompt_errors("summarize_topic"):
             topic = _required("topic", topic)
-            return summarize_text(topic, kb.topic_groups())
+            return summarize_text(topic, reader().topic_groups())
 
     @server.prompt(
         name="whats_new",
@@ -339,5 +340,5 @@ def register_prompts(server: MCPServer[Any], kb: KnowledgeBase) -> None:
     ) -> str:
         with _prompt_errors("whats_new"):
             when = parse_since(since)
-            recent = kb.recent_documents(when.ts, when.day, limit=MAX_RECENT)
+            recent = reader().recent_documents(when.ts, when.day, limit=MAX_RECENT)
             return whats_new_text(when, recent)

@@ -39,6 +39,7 @@ from kbseek.numbers import whole_number_argument
 from kbseek.responses import StatusResponse
 from kbseek.search_query import SearchQuery
 from kbseek.server.audit.record import Recorder
+from kbseek.server.auth.collections import readable
 from kbseek.server.errors import translate
 from kbseek.server.slots import in_slot
 from kbseek.server.tool_results import ERROR_CHARS
@@ -255,17 +256,19 @@ def build_web_app(
             )
 
     def chosen(request: Request) -> KnowledgeBase:
-        """The one knowledge base a read addresses: ``kb=``, or the default."""
+        """The one knowledge base a read addresses: ``kb=``, or the caller's default."""
         name = request.query_params.get("kb") or None
         if library is not None:
-            return library[library.pick_one(name)]
+            mine = readable(library)
+            return mine[mine.pick_one(name)]
         only_served([name] if name else [])
         return kb
 
     def collections_answer() -> BaseModel:
         if library is None:
             return Collections(default=served, collections=[_collection(served, kb)])
-        return Collections(default=library.default, collections=[_collection(n, k) for n, k in library])
+        mine = readable(library)
+        return Collections(default=mine.default, collections=[_collection(n, k) for n, k in mine])
 
     async def asset(request: Request) -> Response:
         name, media_type = ASSETS[request.url.path]
@@ -288,7 +291,9 @@ def build_web_app(
                 explain=_flag(request, "explain"),
             )  # fmt: skip
             if library is not None:  # several, or one: the library answers as the knowledge base would
-                return for_the_page(library.search(asked, kb=names or None), ranked=sort == "relevance")
+                return for_the_page(
+                    readable(library).search(asked, kb=names or None), ranked=sort == "relevance"
+                )
             only_served(names)
             return for_the_page(kb.search(asked), ranked=sort == "relevance")
 

@@ -9,7 +9,8 @@ token costs no store query and no knowledge-base slot. The order:
    the issuer's introspection endpoint when that is configured (``introspection``);
 4. a refused token: ``401 invalid_token``, its reason logged; the issuer unreachable: ``503`` with
    ``Retry-After``, since signing in again would not help;
-5. a token without the read scope: ``403 insufficient_scope``.
+5. a token without the read scope: ``403 insufficient_scope``;
+6. the collections the caller may read (``collections``); none at all: ``403``, naming none.
 
 The caller of an admitted request is kept as ``identity`` describes.
 """
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbseek.server.auth.collections import CollectionRules
 from kbseek.server.auth.identity import KbAccessToken, attach, bound
 from kbseek.server.auth.introspection import IntrospectionVerifier
 from kbseek.server.auth.jwks import KeySet
@@ -44,6 +46,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RETRY_AFTER_S = 5
 NO_TOKEN = "missing or wrong bearer token: send 'Authorization: Bearer <token>'"
+NO_COLLECTION = "the token grants no collection on this server: ask its operator for access"
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,11 @@ class Gate:
 
     def __init__(
         self, config: AuthConfig, *, jwt: JwtVerifier | None = None,
-        introspection: IntrospectionVerifier | None = None,
+        introspection: IntrospectionVerifier | None = None, served: tuple[str, ...] = (),
     ) -> None:  # fmt: skip
         self.config = config
+        self.rules = CollectionRules(config.readers, served=served, claim=config.groups_claim)
+        """Which collections each caller reads; ``served`` names the server's, in its order."""
         self.audit: Recorder | None = None
         """The record of who read what; a refused token is recorded there too (docs/decisions/0055)."""
         self.static = StaticTokens(config.static)
@@ -92,9 +97,10 @@ class Gate:
             self._document, self._paths = None, frozenset()
 
     @classmethod
-    def build(cls, config: AuthConfig) -> Gate | None:
-        """The gate ``config`` asks for; ``None`` for a server that asks for no token."""
-        return cls(config) if config.enabled else None
+    def build(cls, config: AuthConfig, *, served: tuple[str, ...] = ()) -> Gate | None:
+        """The gate ``config`` asks for, for a server holding the collections ``served``; ``None``
+        for a server that asks for no token."""
+        return cls(config, served=served) if config.enabled else None
 
     def metadata(self, path: str) -> bytes | None:
         """The RFC 9728 document when ``path`` is one of its well-known paths, else ``None``."""
@@ -125,7 +131,16 @@ class Gate:
                 403, challenge(self.config, error="insufficient_scope", scope=needed),
                 f"the token lacks the scope {needed}", Reason.SCOPE, identity,
             )  # fmt: skip
-        return identity
+        if not self.rules.enabled:
+            return identity
+        collections = self.rules.readable(identity)
+        if collections == ():
+            log.warning(
+                "bearer token refused (%s): %s has no group [auth.collections] names",
+                Reason.NO_COLLECTION.value, _who(identity),
+            )  # fmt: skip
+            return Refusal(403, None, NO_COLLECTION, Reason.NO_COLLECTION, identity)
+        return identity.model_copy(update={"collections": collections})
 
     async def _verify(self, token: str) -> KbAccessToken:
         static = self.static.identity(token)

@@ -35,6 +35,9 @@ class KbAccessToken(AccessToken):
     method: Method
     credential: str | None = None
     """The static credential's name; ``None`` for a token from the issuer."""
+    collections: tuple[str, ...] | None = None
+    """The collections the caller may read, set by the gate from ``[auth.collections]``; ``None``:
+    every one the server holds (``server/auth/collections.py``)."""
 
     def __repr__(self) -> str:  # never the token itself, wherever this ends up printed
         return (

@@ -26,6 +26,8 @@ class Reason(StrEnum):
     ALGORITHM = "algorithm"
     UNKNOWN_KEY = "unknown_key"
     SCOPE = "scope"
+    NO_COLLECTION = "no_collection"
+    """A good token with the read scope whose groups ``[auth.collections]`` gives no collection."""
     MALFORMED = "malformed"
     INTROSPECTION_INACTIVE = "introspection_inactive"
     UNKNOWN_TOKEN = "unknown_token"

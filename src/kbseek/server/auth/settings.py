@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-from kbseek.auth_spec import AuthSpec, StaticTokenSpec, parse_static_token
+from kbseek.auth_spec import TOKEN_PREFIX, AuthSpec, StaticTokenSpec, parse_static_token
 from kbseek.errors import ConfigError
 
 MCP_PATH = "/mcp"
@@ -53,6 +53,9 @@ class AuthConfig:
     key_refetch_s: float = 30.0
     introspection: Introspection | None = None
     static: tuple[StaticCredential, ...] = ()
+    groups_claim: str = "groups"
+    readers: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    """``[auth.collections]``: each group and the collections it reads; ``None``: no rule."""
 
     @property
     def enabled(self) -> bool:
@@ -90,6 +93,13 @@ class AuthConfig:
             StaticCredential(s.name, _secret(s.env, environ, f"token {s.name!r}"), s.scopes or (spec.read_scope,))
             for s in specs
         )  # fmt: skip
+        named = {s.name for s in specs}
+        for group, _ in spec.readers or ():
+            if group.startswith(TOKEN_PREFIX) and group[len(TOKEN_PREFIX) :] not in named:
+                raise ConfigError(
+                    f"[auth.collections].{group!r}: no static token is named {group[len(TOKEN_PREFIX) :]!r}; "
+                    f"the static tokens are {', '.join(sorted(named)) or 'none'}"
+                )
         introspection = None
         if spec.introspection_client_id is not None and spec.introspection_secret_env is not None:
             introspection = Introspection(
@@ -100,6 +110,7 @@ class AuthConfig:
             read_scope=spec.read_scope, write_scope=spec.write_scope, issuer=spec.issuer,
             resource=spec.resource, algorithms=spec.algorithms, clock_skew_s=spec.clock_skew,
             key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static,
+            groups_claim=spec.groups_claim, readers=spec.readers,
         )  # fmt: skip
 
 
