@@ -102,6 +102,10 @@ class AuthSpec:
     must be issued for (their audience), and the ``resource`` of its published metadata. Taken from
     here, never from a request, so a TLS proxy in front cannot change it. Required with ``issuer``.
     Also ``serve --auth-resource``."""
+    audiences: tuple[str, ...] = ()
+    """Values a token's ``aud`` may hold instead of the resource URL, compared exactly: for a
+    provider that never writes the URL there, such as Microsoft Entra, whose v2 access tokens carry
+    the application's client ID (``["00000000-…"]``). Needs ``issuer``."""
     read_scope: str = "kb:read"
     """The scope a token needs to search and read (every tool, resource, prompt and ``/api`` route)."""
     write_scope: str = "kb:write"
@@ -155,6 +159,10 @@ class AuthSpec:
                 "[auth].issuer needs [auth].resource: the public URL tokens must be issued for, "
                 "e.g. https://kb.example.com/mcp (serve --auth-resource)"
             )
+        if self.audiences and self.issuer is None:
+            raise ConfigError("[auth].audiences is set without [auth].issuer (serve --auth-issuer)")
+        if any(not isinstance(a, str) or not a.strip() for a in self.audiences):
+            raise ConfigError("[auth].audiences must be a list of non-empty strings")
         if self.resource is not None and self.issuer is None:
             raise ConfigError("[auth].resource is set without [auth].issuer (serve --auth-issuer)")
         for label, scope in (("read_scope", self.read_scope), ("write_scope", self.write_scope)):

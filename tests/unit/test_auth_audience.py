@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kbseek.server.auth.audience import audience_matches
+from kbseek.server.auth.audience import audience_matches, issued_for
 
 RESOURCE = "https://kb.example.com/mcp"
 
@@ -72,3 +72,15 @@ def test_case_and_encoding_differences_are_other_resources() -> None:
     assert not audience_matches([1, None, b"https://kb.example.com/mcp"], RESOURCE)
     assert not audience_matches("", "")
     assert not audience_matches("/", "/")
+
+
+GUID = "6f1d2c3b-0a9e-4b8d-9c7f-2e5a1b3c4d5e"
+
+
+@given(urls(), st.lists(st.text(min_size=1, max_size=40), max_size=3))
+def test_another_accepted_audience_matches_only_exactly(url: str, also: list[str]) -> None:
+    assert issued_for(GUID, url, (*also, GUID)) and issued_for(["account", GUID], url, (GUID,))
+    assert issued_for(url, url, also)  # the resource URL is still taken
+    for near in (GUID.upper(), GUID + "/", " " + GUID, "api://" + GUID):
+        assert not issued_for(near, url, (GUID,)) or near in also
+    assert not issued_for({"aud": GUID}, url, (GUID,))

@@ -98,6 +98,22 @@ def test_an_audience_list_holding_the_resource_is_taken(issuer: Issuer) -> None:
     assert asyncio.run(verifier(issuer).check(token)).subject == "alice"
 
 
+def test_an_audience_named_in_the_configuration_is_taken_as_entra_writes_its_client_id(
+    issuer: Issuer,
+) -> None:
+    guid = "6f1d2c3b-0a9e-4b8d-9c7f-2e5a1b3c4d5e"
+    token = issuer.token(RESOURCE, aud=guid)
+    assert reason_of(verifier(issuer).check(token)) is Reason.AUDIENCE
+    accepting = verifier(issuer)
+    accepting.audiences = (guid,)
+    assert asyncio.run(accepting.check(token)).subject == "alice"
+    assert reason_of(accepting.check(issuer.token(RESOURCE, aud="api://" + guid))) is Reason.AUDIENCE
+    with pytest.raises(ConfigError, match="audiences is set without"):
+        AuthSpec(audiences=(guid,))
+    spec = AuthSpec(issuer=issuer.url, resource=RESOURCE, audiences=(guid,))
+    assert Gate(AuthConfig.resolve(spec, environ={})).jwt.audiences == (guid,)  # type: ignore[union-attr]
+
+
 def test_expiry_within_the_clock_skew_is_tolerated_and_beyond_it_is_not(issuer: Issuer) -> None:
     now = int(time.time())
     assert reason_of(verifier(issuer).check(issuer.token(RESOURCE, exp=now - 10))) is None

@@ -13,6 +13,10 @@ every verifier (docs/decisions/0054):
   made for one server open another; a mismatch is fixed in configuration, and the log says which.
 
 ``aud`` may be one string or a list (Keycloak's is a list); a list matches when any entry does.
+
+Some providers never write the URL: Microsoft Entra's v2 access tokens carry the application's
+client ID (a GUID) in ``aud``, whatever identifier the client asked for. ``[auth].audiences`` names
+such values; each must equal an entry exactly (:func:`issued_for`).
 """
 
 from __future__ import annotations
@@ -38,3 +42,12 @@ def audience_matches(audience: object, resource: str) -> bool:
     if isinstance(audience, Sequence) and not isinstance(audience, bytes | bytearray):
         return any(isinstance(a, str) and _without_one_slash(a) == expected for a in audience)
     return False
+
+
+def issued_for(audience: object, resource: str, also: Sequence[str] = ()) -> bool:
+    """Whether a token's ``aud`` names this server: the resource URL by :func:`audience_matches`,
+    or one of ``also`` (``[auth].audiences``), exactly."""
+    if audience_matches(audience, resource):
+        return True
+    entries = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+    return any(isinstance(a, str) and a in also for a in entries)

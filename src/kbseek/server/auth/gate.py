@@ -86,11 +86,13 @@ class Gate:
                     algorithms=config.algorithms,
                     clock_skew_s=config.clock_skew_s,
                     keys=keys,
+                    audiences=config.audiences,
                 )
             if self.introspection is None and config.introspection is not None:
                 self.introspection = IntrospectionVerifier(
-                    issuer, resource, config.introspection, clock_skew_s=config.clock_skew_s
-                )
+                    issuer, resource, config.introspection, clock_skew_s=config.clock_skew_s,
+                    audiences=config.audiences,
+                )  # fmt: skip
             self._document: bytes | None = document(config)
             self._paths = metadata_paths(resource)
         else:

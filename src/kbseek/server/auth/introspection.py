@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 
 from kbseek.auth_spec import check_url
 from kbseek.errors import ConfigError
-from kbseek.server.auth.audience import audience_matches
+from kbseek.server.auth.audience import issued_for
 from kbseek.server.auth.discovery import discover, fetch_json
 from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwt_verifier import client_of, scopes_of
@@ -42,10 +42,11 @@ class IntrospectionVerifier(Checker):
 
     def __init__(
         self, issuer: str, resource: str, client: Introspection, *, clock_skew_s: float = 60.0,
-        now: Any = time.time,
+        now: Any = time.time, audiences: tuple[str, ...] = (),
     ) -> None:  # fmt: skip
         self.issuer = issuer
         self.resource = resource
+        self.audiences = audiences
         self.client = client
         self.clock_skew_s = clock_skew_s
         self._now = now
@@ -101,7 +102,7 @@ class IntrospectionVerifier(Checker):
         iss = answer.get("iss")
         if iss is not None and iss != self.issuer:
             raise Rejected(Reason.ISSUER, f"iss {iss!r} is not {self.issuer!r}")
-        if not audience_matches(answer.get("aud"), self.resource):
+        if not issued_for(answer.get("aud"), self.resource, self.audiences):
             raise Rejected(
                 Reason.AUDIENCE, f"aud {answer.get('aud')!r} does not name the resource {self.resource}"
             )

@@ -15,7 +15,7 @@ from typing import Any
 
 import jwt
 
-from kbseek.server.auth.audience import audience_matches
+from kbseek.server.auth.audience import issued_for
 from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwks import KeySet
 from kbseek.server.auth.reasons import Checker, Reason, Rejected
@@ -53,10 +53,12 @@ class JwtVerifier(Checker):
 
     def __init__(
         self, issuer: str, resource: str, *, algorithms: tuple[str, ...], clock_skew_s: float = 60.0,
-        keys: KeySet | None = None,
+        keys: KeySet | None = None, audiences: tuple[str, ...] = (),
     ) -> None:  # fmt: skip
         self.issuer = issuer
         self.resource = resource
+        self.audiences = audiences
+        """``aud`` values accepted beside the resource URL (``[auth].audiences``)."""
         self.algorithms = algorithms
         self.clock_skew_s = clock_skew_s
         self.keys = keys or KeySet(issuer)
@@ -77,7 +79,7 @@ class JwtVerifier(Checker):
             raise Rejected(Reason.MALFORMED, "the kid is not a string")
         key = await self.keys.key(kid, alg)
         claims = self._decode(token, key, alg)
-        if not audience_matches(claims.get("aud"), self.resource):
+        if not issued_for(claims.get("aud"), self.resource, self.audiences):
             raise Rejected(
                 Reason.AUDIENCE, f"aud {claims.get('aud')!r} does not name the resource {self.resource}"
             )

@@ -53,6 +53,7 @@ class AuthConfig:
     key_refetch_s: float = 30.0
     introspection: Introspection | None = None
     static: tuple[StaticCredential, ...] = ()
+    audiences: tuple[str, ...] = ()
     groups_claim: str = "groups"
     readers: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     """``[auth.collections]``: each group and the collections it reads; ``None``: no rule."""
@@ -110,7 +111,7 @@ class AuthConfig:
             read_scope=spec.read_scope, write_scope=spec.write_scope, issuer=spec.issuer,
             resource=spec.resource, algorithms=spec.algorithms, clock_skew_s=spec.clock_skew,
             key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static,
-            groups_claim=spec.groups_claim, readers=spec.readers,
+            audiences=spec.audiences, groups_claim=spec.groups_claim, readers=spec.readers,
         )  # fmt: skip
 
 
