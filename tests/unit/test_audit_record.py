@@ -99,3 +99,15 @@ def test_only_a_signed_in_server_records_and_by_default_in_the_state_dir(tmp_pat
     recorder.writer.close()
     assert recorder.writer.path == default_path("notes")
     assert default_path("notes").is_relative_to(tmp_path / "state")  # XDG_STATE_HOME, set by conftest
+
+
+def test_a_read_without_a_collection_is_recorded_in_the_callers_default(tmp_path: Path) -> None:
+    """A caller whose groups leave out the server's default collection reads the first of its own
+    (``Library.only``); its record says so, not the default it could not read."""
+    writer = AuditWriter(tmp_path / "a.jsonl", max_bytes=10_000, files=2, queue_size=10)
+    recorder = Recorder(writer, queries=False, collection="hr", several=True)
+    support = ALICE.model_copy(update={"collections": ("runbooks", "wiki")})
+    recorder.answered(support, "get_document", {"path": "a.md", "text": "body"}, outcome="ok")
+    recorder.answered(ALICE, "get_document", {"path": "a.md", "text": "body"}, outcome="ok")
+    writer.close()
+    assert [line["collection"] for line in lines(tmp_path / "a.jsonl")] == ["runbooks", "hr"]

@@ -91,7 +91,7 @@ class Recorder:
         elif isinstance(named, list) and named:
             collection = [str(n) for n in named]
         else:
-            collection = None if self.several and tool == "fetch" else self.collection
+            collection = None if self.several and tool == "fetch" else self._default_for(identity)
         if self.several and len(kbs) > 1:  # one answer over several: each path says its collection
             paths = [f"{kb}:{path}" for kb, path in _labelled(data or {})]
         query = next((str(asked[k]) for k in QUERY_ARGUMENTS if asked and asked.get(k)), None)
@@ -144,9 +144,15 @@ class Recorder:
             arguments = params.get("arguments") or {}
             query = next((str(arguments[k]) for k in QUERY_ARGUMENTS if arguments.get(k)), None)
             self.record(
-                identity, tool=f"prompts/get {params.get('name')}", outcome="ok", collection=self.collection,
-                query=query,
+                identity, tool=f"prompts/get {params.get('name')}", outcome="ok",
+                collection=self._default_for(identity), query=query,
             )  # fmt: skip
+
+    def _default_for(self, identity: KbAccessToken) -> str:
+        """The collection a prompt or a read without one reads for ``identity``: the server's default,
+        or the first of the caller's when the default is not one of them (``Library.only``)."""
+        mine = identity.collections
+        return self.collection if not mine or self.collection in mine else mine[0]
 
     def _call(self, identity: KbAccessToken, method: str, params: Mapping[str, Any], outcome: str) -> None:
         """A resource read's record (answered or not), or the record of any other MCP call that raised."""
