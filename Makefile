@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
 CONFORMANCE := conformance/node_modules/.installed
+OIDC := oidc/node_modules/.installed
 
 .PHONY: demo demo-team test check lint format bench clean browser wheel-smoke docs docs-build
 
@@ -55,6 +56,13 @@ $(CONFORMANCE): conformance/package.json conformance/package-lock.json
 	  npm ci --prefix conformance --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "note: npm is not installed; the conformance test will be skipped"; fi
 
+# A real OpenID provider (oidc-provider, pinned in oidc/package-lock.json) for the sign-in tests in
+# tests/wire/test_oidc_provider.py (skipped without npm).
+$(OIDC): oidc/package.json oidc/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix oidc --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "note: npm is not installed; the tests against a real OpenID provider will be skipped"; fi
+
 # Build the sdist and wheel into dist/, check the wheel carries every tracked file under src/kbseek,
 # install it into a fresh venv under build/wheel-smoke/ and drive that installed command (index, a
 # search over stdio MCP, the web page over HTTP, and uvx). The editable .venv cannot catch a file left
@@ -84,7 +92,7 @@ docs: docs-build
 	$(BIN)/python -m http.server --directory build/docs --bind 127.0.0.1 $(DOCS_PORT)
 
 # The wheel smoke test runs before pytest so that pytest's summary stays the run's closing line.
-test: $(DEV_STAMP) browser $(CONFORMANCE)
+test: $(DEV_STAMP) browser $(CONFORMANCE) $(OIDC)
 	$(BIN)/ruff check src tests benchmarks examples scripts docs
 	$(BIN)/ruff format --check src tests benchmarks examples scripts docs
 	$(BIN)/mypy
@@ -93,9 +101,11 @@ test: $(DEV_STAMP) browser $(CONFORMANCE)
 	$(BIN)/pytest
 
 # The fast loop (under a minute on 2 cores): lint, strict mypy on the package (config in pyproject.toml),
-# then every test but those that load the real embedding model (marked slow), drive Chromium, or run the
-# MCP conformance suite; the wheel smoke test is left to `make test`, which still runs everything.
-FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py
+# then every test but those that load the real embedding model (marked slow), drive Chromium, or run
+# what npm installs (the MCP conformance suite, the real OpenID provider); the wheel smoke test is left
+# to `make test`, which still runs everything.
+FAST_TESTS := -m "not slow" -k "not in_chromium" --ignore=tests/wire/test_conformance.py \
+	--ignore=tests/wire/test_oidc_provider.py
 
 check: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples scripts docs
@@ -109,4 +119,4 @@ format: $(DEV_STAMP)
 
 # build/ holds the wheel smoke test's fresh venv and logs, dist/ the built sdist and wheel.
 clean:
-	rm -rf $(VENV) examples/kb/.kbseek build dist src/*.egg-info conformance/node_modules test-artifacts
+	rm -rf $(VENV) examples/kb/.kbseek build dist src/*.egg-info conformance/node_modules oidc/node_modules test-artifacts
