@@ -416,6 +416,14 @@ def _section(cls: type, section: str, values: dict[str, Any]) -> Any:
         raise ConfigError(f"[{section}]: {exc}") from exc
 
 
+def table_of(file_values: dict[str, Any], table: str) -> Any:
+    """One ``SECTIONS`` table of a parsed config file as :func:`build_settings` reads it (its
+    defaults when the file has none), for a check of that table alone: ``kbseek doctor --auth``
+    checks ``[auth]`` without needing a knowledge base."""
+    cls, _ = SECTIONS[table]
+    return _section(cls, table, file_values[table]) if table in file_values else cls()
+
+
 def build_settings(
     *,
     root: Path | None,

@@ -267,7 +267,8 @@ def test_little_free_disk_space_fails_or_warns(tmp_path: Path, monkeypatch: pyte
 
 def test_doctor_takes_the_shared_options_and_one_knowledge_base(kb_root: Path, tmp_path: Path) -> None:
     """doctor declares the options every command shares (``cli.options.shared_options``), so its
-    ``--kb`` reads as theirs does, but checks one knowledge base and opens none."""
+    ``--kb`` reads as theirs does, but checks one knowledge base and opens none; for ``--auth`` it
+    takes the sign-in flags ``serve`` takes."""
     other = tmp_path / "other"
     other.mkdir()
     result = invoke("doctor", "--kb", str(kb_root), "--kb", str(other))
@@ -276,4 +277,10 @@ def test_doctor_takes_the_shared_options_and_one_knowledge_base(kb_root: Path, t
     )
     assert not (kb_root / ".kbseek").exists() and not (other / ".kbseek").exists()
     names = {p.name for p in cli.commands["doctor"].params}
-    assert {p.name for p in cli.commands["search"].params} >= names - {"as_json"}
+    sign_in = {"token_env", "auth_issuer", "auth_resource", "auth_tokens", "port", "allow_hosts"}
+    assert {p.name for p in cli.commands["search"].params} >= names - {
+        "as_json",
+        "auth",
+        "check_token",
+    } - sign_in
+    assert {p.name for p in cli.commands["serve"].params} >= sign_in  # doctor --auth takes serve's flags

@@ -19,7 +19,7 @@ from kbseek import Filters, IndexReport, KnowledgeBase, SearchQuery, __version__
 from kbseek.cli.auth_options import audit_recorder, auth_gate, auth_options
 from kbseek.cli.errors import KbseekGroup
 from kbseek.cli.library import Library
-from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, configure_logging, kb_options, shared_options
+from kbseek.cli.options import WHOLE_NUMBER, WholeNumberRange, kb_options
 from kbseek.filters import where_from_text
 from kbseek.library import collection_name
 from kbseek.progress import ProgressSnapshot, describe_timing
@@ -233,9 +233,6 @@ def index(
     "allow_origins",
     multiple=True,
     help="Extra allowed Origin header value, e.g. https://notes.example (repeatable).",
-)
-@click.option(
-    "--token-env", default=None, metavar="VAR", help="Require 'Authorization: Bearer $VAR' on /mcp and /api."
 )
 @auth_options
 @click.option(
@@ -534,50 +531,13 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
         raise click.ClickException("below the floor: " + "; ".join(failed))
 
 
-# The shared options without opening the knowledge base (kbseek.cli.options): doctor stays read-only
-# and reports a broken config as a failed check.
-@cli.command()
-@shared_options
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as a JSON list.")
-def doctor(
-    kb: tuple[str, ...], config: Path | None, index_dir: Path | None, store: str | None, kb_name: str | None,
-    lexical_only: bool, as_json: bool, verbose: int,
-) -> None:  # fmt: skip
-    """Check what usually goes wrong, and say how to fix each thing.
-
-    Python version, config, embedding model (loaded for real, about a
-    second), index and its schema, the writer lock, the file watcher's
-    inotify limits and free disk space. With the index in PostgreSQL:
-    the database (5 s timeout, shown without its password), pgvector,
-    the knowledge base's schema and who holds its advisory lock.
-    Read-only: it creates and changes nothing. Exit status 1 if any
-    check fails.
-
-    \b
-    Example:
-        kbseek doctor --kb ~/notes
-        kbseek doctor --kb ~/notes --store postgresql://kb@db.example/notes
-    """
-    from kbseek.cli.doctor import DoctorOptions, report, run_doctor
-
-    configure_logging(verbose)
-    if len(kb) > 1:
-        raise click.UsageError("doctor checks one knowledge base at a time: give one --kb")
-    options = DoctorOptions(
-        kb=Path(kb[0]) if kb else None, config=config, index_dir=index_dir, lexical_only=lexical_only,
-        cwd=Path.cwd(), store_url=store, kb_name=kb_name,
-    )  # fmt: skip
-    results = run_doctor(options)
-    click.echo(report(results, as_json=as_json))
-    if any(r.status == "fail" for r in results):
-        sys.exit(1)
-
-
 from kbseek.cli.audit import audit as _audit  # noqa: E402 - kept beside its registration
+from kbseek.cli.doctor_command import doctor as _doctor  # noqa: E402 - kept beside its registration
 from kbseek.cli.model import model as _model  # noqa: E402 - kept beside its registration
 from kbseek.cli.related import related_command  # noqa: E402 - kept beside its registration
 from kbseek.cli.service import service as _service  # noqa: E402 - kept beside its registration
 
+cli.add_command(_doctor)
 cli.add_command(_service)
 cli.add_command(_model)
 cli.add_command(_audit)

@@ -1,7 +1,8 @@
 """``serve``'s sign-in flags, and the gate they and ``[auth]`` make (``server/auth/``).
 
-Kept apart from the command so ``serve`` reads as what it does; the flags sit beside ``--token-env``
-in its help, where a person looks for them.
+Kept apart from the command so ``serve`` reads as what it does; ``--token-env`` is one of them, so
+the flags sit together in its help, where a person looks for them, and ``doctor --auth`` takes the
+very same ones.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ if TYPE_CHECKING:  # the server's modules load the SDK; --help does not need it
     from kbseek.server.auth.gate import Gate
 
 
-def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--auth-issuer``, ``--auth-resource``, ``--auth-token`` and ``--audit-log``, passed as
-    ``auth_issuer``, ``auth_resource``, ``auth_tokens`` and ``audit_log``."""
+def sign_in_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--token-env``, ``--auth-issuer``, ``--auth-resource`` and ``--auth-token``, passed as
+    ``token_env``, ``auth_issuer``, ``auth_resource`` and ``auth_tokens``: ``serve`` takes them, and
+    ``doctor --auth`` takes the same, so a server's command line checks as it would run."""
     options = (
+        click.option(
+            "--token-env", default=None, metavar="VAR",
+            help="Require 'Authorization: Bearer $VAR' on /mcp and /api.",
+        ),
         click.option(
             "--auth-issuer", metavar="URL", default=None,
             help="Take OAuth access tokens from this issuer (its exact 'iss'); overrides [auth] issuer.",
@@ -36,12 +42,18 @@ def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--auth-token", "auth_tokens", metavar="'NAME=VAR [SCOPE…]'", multiple=True,
             help="A named static token read from $VAR, with its scopes (default: the read scope; repeatable).",
         ),
+    )  # fmt: skip
+    return functools.reduce(lambda f, option: option(f), reversed(options), fn)
+
+
+def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """:func:`sign_in_options` and ``--audit-log`` (passed as ``audit_log``): ``serve``'s."""
+    return sign_in_options(
         click.option(
             "--audit-log", metavar="PATH", default=None,
             help="Record who read what here, one JSON line per signed-in call; overrides [audit] path.",
-        ),
+        )(fn)
     )  # fmt: skip
-    return functools.reduce(lambda f, option: option(f), reversed(options), fn)
 
 
 def auth_gate(

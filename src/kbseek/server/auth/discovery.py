@@ -28,6 +28,25 @@ MAX_BYTES = 1024 * 1024
 """Metadata and key sets are a few kilobytes; more is not one."""
 
 
+class IssuerAnswered(Rejected):
+    """The issuer answered with an HTTP error: ``status`` tells wrong client credentials (``401``)
+    from an endpoint that is missing or down, which ``kbseek doctor --auth`` words differently."""
+
+    def __init__(self, detail: str, status: int) -> None:
+        super().__init__(Reason.UNAVAILABLE, detail)
+        self.status = status
+
+
+class NoMetadata(Rejected):
+    """No well-known URL gave the issuer's metadata; ``named`` holds the issuers the documents found
+    did name, so ``kbseek doctor --auth`` can call out an issuer configured with or without the
+    trailing slash its provider writes."""
+
+    def __init__(self, detail: str, named: list[str]) -> None:
+        super().__init__(Reason.UNAVAILABLE, detail)
+        self.named = named
+
+
 def metadata_urls(issuer: str) -> list[str]:
     """Where ``issuer``'s metadata may be, in the order tried."""
     parts = urlsplit(issuer)
@@ -57,7 +76,7 @@ def fetch_json(url: str, *, data: bytes | None = None, headers: dict[str, str] |
             raw = response.read(MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
         exc.close()
-        raise Rejected(Reason.UNAVAILABLE, f"{url} answered HTTP {exc.code}") from None
+        raise IssuerAnswered(f"{url} answered HTTP {exc.code}", exc.code) from None
     except (OSError, ValueError) as exc:
         raise Rejected(Reason.UNAVAILABLE, f"{url} could not be reached: {exc}") from None
     if len(raw) > MAX_BYTES:
@@ -69,9 +88,9 @@ def fetch_json(url: str, *, data: bytes | None = None, headers: dict[str, str] |
 
 
 def discover(issuer: str) -> dict[str, Any]:
-    """``issuer``'s metadata document (blocking); :class:`Rejected` (``unavailable``) if none of its
+    """``issuer``'s metadata document (blocking); :class:`NoMetadata` (``unavailable``) if none of its
     well-known URLs answers one that names it."""
-    failures = []
+    failures, named = [], []
     for url in metadata_urls(issuer):
         try:
             document = fetch_json(url)
@@ -81,10 +100,12 @@ def discover(issuer: str) -> dict[str, Any]:
         if not isinstance(document, dict):
             failures.append(f"{url} is not a JSON object")
         elif document.get("issuer") != issuer:
+            if isinstance(document.get("issuer"), str):
+                named.append(document["issuer"])
             failures.append(f"{url} names the issuer {document.get('issuer')!r}, not {issuer!r}")
         else:
             return document
-    raise Rejected(Reason.UNAVAILABLE, "no issuer metadata: " + "; ".join(failures))
+    raise NoMetadata("no issuer metadata: " + "; ".join(failures), named)
 
 
 async def discover_async(issuer: str) -> dict[str, Any]:

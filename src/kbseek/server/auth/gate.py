@@ -115,7 +115,7 @@ class Gate:
         if scheme.lower() != "bearer" or not token:
             return Refusal(401, challenge(self.config), NO_TOKEN)
         try:
-            identity = await self._verify(token)
+            identity = await self.verify(token)
         except Rejected as refused:
             log.warning("bearer token refused (%s): %s", refused.reason.value, refused.detail)
             if refused.reason is Reason.UNAVAILABLE:
@@ -124,8 +124,8 @@ class Gate:
                 )
                 return Refusal(503, None, message, refused.reason)
             return Refusal(401, challenge(self.config, error="invalid_token"), NO_TOKEN, refused.reason)
-        needed = self.config.read_scope
-        if needed not in identity.scopes:
+        needed = self.missing_scope(identity)
+        if needed is not None:
             log.warning(
                 "bearer token refused (%s): %s lacks the scope %s", Reason.SCOPE.value, _who(identity), needed
             )
@@ -144,7 +144,9 @@ class Gate:
             return Refusal(403, None, NO_COLLECTION, Reason.NO_COLLECTION, identity)
         return identity.model_copy(update={"collections": collections})
 
-    async def _verify(self, token: str) -> KbAccessToken:
+    async def verify(self, token: str) -> KbAccessToken:
+        """The identity ``token`` carries, checked as :meth:`admit` checks it (``kbseek doctor --auth
+        --check-token`` asks this too); :class:`Rejected` naming the check that failed."""
         static = self.static.identity(token)
         if static is not None:
             return static
@@ -153,6 +155,10 @@ class Gate:
         if self.introspection is not None and not looks_like_jwt(token):
             return await self.introspection.check(token)
         raise Rejected(Reason.UNKNOWN_TOKEN, "no static token matches it and nothing else can check it")
+
+    def missing_scope(self, identity: KbAccessToken) -> str | None:
+        """The scope ``identity`` lacks to read (``403``), or ``None`` when it may."""
+        return None if self.config.read_scope in identity.scopes else self.config.read_scope
 
     def guard(self, app: ASGIApp) -> ASGIApp:
         """``app`` behind this gate: refused requests never reach it; admitted ones carry their caller."""

@@ -55,6 +55,11 @@ class IntrospectionVerifier(Checker):
         self.requests = 0
         """How many times the endpoint was asked (the tests count them)."""
 
+    @property
+    def endpoint(self) -> str | None:
+        """Where tokens are asked about: the configured endpoint, or the metadata's once read."""
+        return self._endpoint
+
     async def check(self, token: str) -> KbAccessToken:
         """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""
         digest = hashlib.sha256(token.encode()).digest()

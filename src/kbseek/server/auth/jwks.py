@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import jwt
@@ -64,6 +64,32 @@ class KeySet:
         elif kid is not None and kid not in self._keys:
             await self._refresh(stale_ok=True, only_if_missing=kid)
         return self._pick(kid, alg)
+
+    async def fetch(self) -> None:
+        """Fetch the set now, whatever is held and however recently it was tried (``kbseek doctor
+        --auth`` asks once and wants the answer); :class:`Rejected` when it cannot be had."""
+        self._attempted_at = None
+        await self._refresh(stale_ok=False)
+
+    @property
+    def jwks_uri(self) -> str | None:
+        """Where the set was fetched from, once the issuer's metadata has said."""
+        return self._jwks_uri
+
+    def usable(self, algorithms: Sequence[str]) -> dict[str | None, list[str]]:
+        """Each key held, by id, with those of ``algorithms`` a token naming it may be signed with:
+        the choice :meth:`key` makes, asked of every key (a key without an id as a token without
+        one would find it)."""
+        usable: dict[str | None, list[str]] = {}
+        for kid in self._keys:
+            usable[kid] = []
+            for alg in algorithms:
+                try:
+                    self._pick(kid, alg)
+                except Rejected:
+                    continue
+                usable[kid].append(alg)
+        return usable
 
     async def _refresh(self, *, stale_ok: bool, only_if_missing: str | None = None) -> None:
         async with self._lock:  # one fetch for every request that waited for it

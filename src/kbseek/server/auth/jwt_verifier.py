@@ -117,9 +117,15 @@ class JwtVerifier(Checker):
         return claims
 
 
-def _unverified(token: str, claim: str) -> object:
-    """A claim read without checking (for the log line of a refusal only)."""
+def unverified_claims(token: str) -> dict[str, Any]:
+    """A token's claims read without checking anything, to say why it was refused (the log line,
+    ``kbseek doctor --auth --check-token``), never to decide; ``{}`` when they cannot be read."""
     try:
-        return jwt.decode(token, options={"verify_signature": False}).get(claim)
+        claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
     except jwt.PyJWTError:
-        return None
+        return {}
+    return claims
+
+
+def _unverified(token: str, claim: str) -> object:
+    return unverified_claims(token).get(claim)

@@ -78,18 +78,8 @@ class AuthConfig:
         ``token_env`` is ``--token-env``'s variable, a credential named after it with the read scope.
         Raises :class:`~kbseek.errors.ConfigError` naming the flag, key or variable at fault.
         """
-        if issuer is not None or resource is not None:
-            spec = replace(
-                spec,
-                issuer=issuer if issuer is not None else spec.issuer,
-                resource=resource if resource is not None else spec.resource,
-            )  # validated again, as the file was: an issuer without a resource is refused here
-        specs = [*spec.static_tokens, *(parse_static_token(t, "--auth-token") for t in tokens)]
-        if token_env:
-            specs.append(StaticTokenSpec(token_env, token_env))
-        names = [s.name for s in specs]
-        if len(names) != len(set(names)):
-            raise ConfigError("two static tokens have the same name; give each its own")
+        spec = with_flags(spec, issuer=issuer, resource=resource)
+        specs = static_token_specs(spec, tokens=tokens, token_env=token_env)
         static = tuple(
             StaticCredential(s.name, _secret(s.env, environ, f"token {s.name!r}"), s.scopes or (spec.read_scope,))
             for s in specs
@@ -113,6 +103,34 @@ class AuthConfig:
             key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static,
             audiences=spec.audiences, groups_claim=spec.groups_claim, readers=spec.readers,
         )  # fmt: skip
+
+
+def with_flags(spec: AuthSpec, *, issuer: str | None, resource: str | None) -> AuthSpec:
+    """``spec`` with ``--auth-issuer`` and ``--auth-resource`` laid over it, validated again as the
+    file was (an issuer without a resource is refused here). The first step of
+    :meth:`AuthConfig.resolve`, public so ``kbseek doctor --auth`` reads the flags as ``serve`` does."""
+    if issuer is None and resource is None:
+        return spec
+    return replace(
+        spec,
+        issuer=issuer if issuer is not None else spec.issuer,
+        resource=resource if resource is not None else spec.resource,
+    )
+
+
+def static_token_specs(
+    spec: AuthSpec, *, tokens: Sequence[str] = (), token_env: str | None = None
+) -> list[StaticTokenSpec]:
+    """Every static credential asked for: the file's, ``--auth-token``'s, and ``--token-env``'s
+    (named after its variable, with the read scope); a ConfigError for two of one name. Public so
+    ``kbseek doctor --auth`` checks the same list of variables ``serve`` reads."""
+    specs = [*spec.static_tokens, *(parse_static_token(t, "--auth-token") for t in tokens)]
+    if token_env:
+        specs.append(StaticTokenSpec(token_env, token_env))
+    names = [s.name for s in specs]
+    if len(names) != len(set(names)):
+        raise ConfigError("two static tokens have the same name; give each its own")
+    return specs
 
 
 def _secret(variable: str, environ: Mapping[str, str], what: str) -> str:
