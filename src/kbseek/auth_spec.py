@@ -36,6 +36,8 @@ MAX_CLOCK_SKEW_S = 300.0
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_CLIENT_ID = re.compile(r"^[\x21-\x7e]{1,255}$")
+"""An OAuth client id: visible ASCII (RFC 6749 allows it; providers use GUIDs, URLs and names)."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -127,10 +129,18 @@ class AuthSpec:
     """Static bearer tokens beside OAuth, for headless clients and CI, each ``"NAME=VAR"`` (the read
     scope) or ``"NAME=VAR SCOPE…"``: a name of its own, so one can be revoked alone and a record can
     say which was used, and the environment variable holding its secret. Also ``serve --auth-token``."""
+    page_client_id: str | None = None
+    """The OAuth client the web page signs people in as (the server runs the authorization-code flow
+    with PKCE; the token stays on the server, the browser holds an HttpOnly session cookie). Register
+    ``<the resource URL's origin>/auth/callback`` as its redirect URL. Unset: the page asks for a
+    token, as before. Needs ``issuer`` (docs/decisions/0056)."""
+    page_client_secret_env: str | None = None
+    """The environment variable holding the page client's secret, for a provider that registers it
+    as a confidential client; unset, it signs in as a public client (PKCE alone)."""
 
     def __post_init__(self) -> None:
         optional = ("issuer", "resource", "introspection_endpoint", "introspection_client_id",
-                    "introspection_secret_env")  # fmt: skip
+                    "introspection_secret_env", "page_client_id", "page_client_secret_env")  # fmt: skip
         for name in optional:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"[auth].{name} must be a string, not {getattr(self, name)!r}")
@@ -161,6 +171,7 @@ class AuthSpec:
         if not 0 <= self.key_refetch_interval <= 3600:
             raise ConfigError("[auth].key_refetch_interval must be between 0 and 3600 seconds")
         self._check_introspection()
+        self._check_page()
         names = [parse_static_token(t).name for t in self.tokens]
         if len(names) != len(set(names)):
             raise ConfigError("[auth].tokens: two tokens have the same name; give each its own")
@@ -183,6 +194,22 @@ class AuthSpec:
                     "[auth].introspection_secret_env must name an environment variable, "
                     f"not {self.introspection_secret_env!r}"
                 )
+
+    def _check_page(self) -> None:
+        if self.page_client_secret_env is not None and self.page_client_id is None:
+            raise ConfigError("[auth].page_client_secret_env is set without [auth].page_client_id")
+        if self.page_client_id is None:
+            return  # its need of an issuer is checked once the flags are laid over the file (settings)
+        if not _CLIENT_ID.match(self.page_client_id):
+            raise ConfigError(
+                f"[auth].page_client_id must be a client id without spaces or control characters, "
+                f"not {self.page_client_id!r}"
+            )
+        if self.page_client_secret_env is not None and not _ENV_NAME.match(self.page_client_secret_env):
+            raise ConfigError(
+                "[auth].page_client_secret_env must name an environment variable, "
+                f"not {self.page_client_secret_env!r}"
+            )
 
     @property
     def static_tokens(self) -> tuple[StaticTokenSpec, ...]:

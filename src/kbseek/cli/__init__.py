@@ -320,7 +320,7 @@ def serve(
         click.echo(f"warning: serving on {host}:{port}, reachable from other machines", err=True)
     gate = auth_gate(
         kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
-        port=port, allowed_hosts=policy.allowed_hosts,
+        port=port, allowed_hosts=policy.allowed_hosts, allowed_origins=policy.allowed_origins,
     )  # fmt: skip
     name = (
         library.default if library else collection_name(kb.root) if kb.root else kb.settings.kb_name or "kb"
