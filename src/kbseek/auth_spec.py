@@ -36,6 +36,8 @@ MAX_CLOCK_SKEW_S = 300.0
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_CLIENT_ID = re.compile(r"^[\x21-\x7e]{1,255}$")
+"""An OAuth client id: visible ASCII (RFC 6749 allows it; providers use GUIDs, URLs and names)."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_PREFIX = "token:"
 """How ``[auth.collections]`` names a static token rather than a group: ``"token:ci"``."""
@@ -143,10 +145,18 @@ class AuthSpec:
     signed-in caller; a value lists collection names, or ``["*"]`` for all. A caller reads the
     collections of all its groups; the others do not exist for it. Unset: every caller with the read
     scope reads every collection."""
+    page_client_id: str | None = None
+    """The OAuth client the web page signs people in as (the server runs the authorization-code flow
+    with PKCE; the token stays on the server, the browser holds an HttpOnly session cookie). Register
+    ``<the resource URL's origin>/auth/callback`` as its redirect URL. Unset: the page asks for a
+    token, as before. Needs ``issuer`` (docs/decisions/0056)."""
+    page_client_secret_env: str | None = None
+    """The environment variable holding the page client's secret, for a provider that registers it
+    as a confidential client; unset, it signs in as a public client (PKCE alone)."""
 
     def __post_init__(self) -> None:
         optional = ("issuer", "resource", "introspection_endpoint", "introspection_client_id",
-                    "introspection_secret_env")  # fmt: skip
+                    "introspection_secret_env", "page_client_id", "page_client_secret_env")  # fmt: skip
         for name in optional:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"[auth].{name} must be a string, not {getattr(self, name)!r}")
@@ -154,17 +164,8 @@ class AuthSpec:
             check_url(self.issuer, "[auth].issuer", https_unless_loopback=True)
         if self.resource is not None:
             check_url(self.resource, "[auth].resource", https_unless_loopback=False)
-        if self.issuer is not None and self.resource is None:
-            raise ConfigError(
-                "[auth].issuer needs [auth].resource: the public URL tokens must be issued for, "
-                "e.g. https://kb.example.com/mcp (serve --auth-resource)"
-            )
-        if self.audiences and self.issuer is None:
-            raise ConfigError("[auth].audiences is set without [auth].issuer (serve --auth-issuer)")
         if any(not isinstance(a, str) or not a.strip() for a in self.audiences):
             raise ConfigError("[auth].audiences must be a list of non-empty strings")
-        if self.resource is not None and self.issuer is None:
-            raise ConfigError("[auth].resource is set without [auth].issuer (serve --auth-issuer)")
         for label, scope in (("read_scope", self.read_scope), ("write_scope", self.write_scope)):
             if not scope or any(c.isspace() or c in '"\\' for c in scope):
                 raise ConfigError(f"[auth].{label} must be one scope name, without spaces or quotes")
@@ -181,12 +182,34 @@ class AuthSpec:
         if not 0 <= self.key_refetch_interval <= 3600:
             raise ConfigError("[auth].key_refetch_interval must be between 0 and 3600 seconds")
         self._check_introspection()
+        self._check_page()
         names = [parse_static_token(t).name for t in self.tokens]
         if len(names) != len(set(names)):
             raise ConfigError("[auth].tokens: two tokens have the same name; give each its own")
         if not isinstance(self.groups_claim, str) or not self.groups_claim.strip():
             raise ConfigError("[auth].groups_claim must name a claim, e.g. 'groups' or 'realm_access.roles'")
         self._check_collections()
+
+    def check_complete(self) -> None:
+        """The checks between keys that a flag may complete: run once ``--auth-issuer`` and
+        ``--auth-resource`` are laid over the file (``server/auth/settings.py``'s ``with_flags``), so
+        a file holding the introspection client or the resource alone, with the issuer given as a
+        flag, is taken."""
+        if self.issuer is not None and self.resource is None:
+            raise ConfigError(
+                "[auth].issuer needs [auth].resource: the public URL tokens must be issued for, "
+                "e.g. https://kb.example.com/mcp (serve --auth-resource)"
+            )
+        if self.issuer is None:
+            given = [
+                name for name in ("resource", "audiences", "introspection_client_id", "introspection_endpoint")
+                if getattr(self, name)
+            ]  # fmt: skip
+            if given:
+                raise ConfigError(
+                    f"[auth].{given[0]} is set without [auth].issuer (serve --auth-issuer): it is about tokens "
+                    "from an identity provider"
+                )
 
     def _check_collections(self) -> None:
         if self.collections is None:
@@ -211,8 +234,6 @@ class AuthSpec:
             )
         wanted = (self.introspection_endpoint, self.introspection_client_id, self.introspection_secret_env)
         if any(v is not None for v in wanted):
-            if self.issuer is None:
-                raise ConfigError("[auth] introspection needs [auth].issuer and [auth].resource")
             if self.introspection_client_id is None or self.introspection_secret_env is None:
                 raise ConfigError(
                     "[auth] introspection needs introspection_client_id and introspection_secret_env"
@@ -222,6 +243,22 @@ class AuthSpec:
                     "[auth].introspection_secret_env must name an environment variable, "
                     f"not {self.introspection_secret_env!r}"
                 )
+
+    def _check_page(self) -> None:
+        if self.page_client_secret_env is not None and self.page_client_id is None:
+            raise ConfigError("[auth].page_client_secret_env is set without [auth].page_client_id")
+        if self.page_client_id is None:
+            return  # its need of an issuer is checked once the flags are laid over the file (settings)
+        if not _CLIENT_ID.match(self.page_client_id):
+            raise ConfigError(
+                f"[auth].page_client_id must be a client id without spaces or control characters, "
+                f"not {self.page_client_id!r}"
+            )
+        if self.page_client_secret_env is not None and not _ENV_NAME.match(self.page_client_secret_env):
+            raise ConfigError(
+                "[auth].page_client_secret_env must name an environment variable, "
+                f"not {self.page_client_secret_env!r}"
+            )
 
     @property
     def readers(self) -> tuple[tuple[str, tuple[str, ...]], ...] | None:

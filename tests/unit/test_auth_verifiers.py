@@ -109,7 +109,7 @@ def test_an_audience_named_in_the_configuration_is_taken_as_entra_writes_its_cli
     assert asyncio.run(accepting.check(token)).subject == "alice"
     assert reason_of(accepting.check(issuer.token(RESOURCE, aud="api://" + guid))) is Reason.AUDIENCE
     with pytest.raises(ConfigError, match="audiences is set without"):
-        AuthSpec(audiences=(guid,))
+        AuthConfig.resolve(AuthSpec(audiences=(guid,)), environ={})
     spec = AuthSpec(issuer=issuer.url, resource=RESOURCE, audiences=(guid,))
     assert Gate(AuthConfig.resolve(spec, environ={})).jwt.audiences == (guid,)  # type: ignore[union-attr]
 
@@ -302,15 +302,26 @@ def test_static_tokens_match_by_name_and_only_exactly() -> None:
 
 def test_the_auth_table_is_checked_when_read() -> None:
     assert AuthSpec().issuer is None
+    for incomplete in (
+        {"issuer": "https://idp.example"},
+        {"resource": RESOURCE},
+        {"introspection_client_id": "rs", "introspection_secret_env": "KB_RS"},
+    ):
+        spec = AuthSpec(**incomplete)  # type: ignore[arg-type]  # a flag may complete it ...
+        with pytest.raises(ConfigError, match=r"\[auth\]"):
+            AuthConfig.resolve(spec, environ={})  # ... and nothing did
+    completed = AuthSpec(introspection_client_id="rs", introspection_secret_env="KB_RS")
+    resolved = AuthConfig.resolve(
+        completed, issuer="https://idp.example", resource=RESOURCE, environ={"KB_RS": "secret"}
+    )  # the introspection client in the file, the issuer and resource as flags
+    assert resolved.introspection is not None and resolved.issuer == "https://idp.example"
     for bad in (
-        {"issuer": "https://idp.example"},  # no resource
-        {"resource": RESOURCE},  # no issuer
         {"issuer": "http://idp.example", "resource": RESOURCE},  # clear text to another machine
         {"issuer": "https://idp.example?x=1", "resource": RESOURCE},
         {"algorithms": ("HS256",)}, {"algorithms": ("none",)}, {"algorithms": ()},
         {"clock_skew": 301.0}, {"clock_skew": float("nan")}, {"read_scope": "a b"},
         {"read_scope": "kb", "write_scope": "kb"}, {"tokens": ("ci",)}, {"tokens": ("ci=1BAD",)},
-        {"tokens": ("a=X", "a=Y")}, {"introspection_client_id": "rs"},
+        {"tokens": ("a=X", "a=Y")},
         {"issuer": "https://idp.example", "resource": RESOURCE, "introspection_client_id": "rs"},
     ):  # fmt: skip
         with pytest.raises(ConfigError, match=r"\[auth\]"):

@@ -320,7 +320,8 @@ def serve(
     )
     gate = auth_gate(
         kb.settings.auth, issuer=auth_issuer, resource=auth_resource, tokens=auth_tokens, token_env=token_env,
-        port=port, allowed_hosts=policy.allowed_hosts, served=library.names if library else (name,),
+        port=port, allowed_hosts=policy.allowed_hosts, allowed_origins=policy.allowed_origins,
+        served=library.names if library else (name,),
     )  # fmt: skip
     audit = audit_recorder(
         kb.settings.audit, gate, path=audit_log, collection=name, several=bool(library and library.several)

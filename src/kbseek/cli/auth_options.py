@@ -58,12 +58,12 @@ def auth_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def auth_gate(
     spec: AuthSpec, *, issuer: str | None, resource: str | None, tokens: Sequence[str], token_env: str | None,
-    port: int, allowed_hosts: Sequence[str], served: tuple[str, ...],
+    port: int, allowed_hosts: Sequence[str], served: tuple[str, ...], allowed_origins: Sequence[str] = (),
 ) -> Gate | None:  # fmt: skip
     """The gate ``serve --http`` runs behind, or ``None`` for a server that asks for no token; what it
     takes, and what looks wrong with the public URL, said on stderr."""
     from kbseek.server.auth.gate import Gate
-    from kbseek.server.auth.settings import AuthConfig, public_url_warnings
+    from kbseek.server.auth.settings import AuthConfig, public_url_warnings, redirect_uri
 
     config = AuthConfig.resolve(spec, issuer=issuer, resource=resource, tokens=tokens, token_env=token_env)
     gate = Gate.build(config, served=served)
@@ -78,7 +78,16 @@ def auth_gate(
             f"kbseek: sign-in: tokens from {config.issuer} for {config.resource} "
             f"(scope {config.read_scope} to read)", err=True,
         )  # fmt: skip
-        for warning in public_url_warnings(config.resource, port=port, allowed_hosts=allowed_hosts):
+        if config.page is not None:  # the provider must know this URL, exactly, before anyone signs in
+            kind = "a confidential" if config.page.secret is not None else "a public"
+            click.echo(
+                f"kbseek: the web page signs in as {kind} client {config.page.client_id!r}; its redirect URL "
+                f"is {redirect_uri(config.resource)}", err=True,
+            )  # fmt: skip
+        for warning in public_url_warnings(
+            config.resource, port=port, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+            page=config.page is not None,
+        ):  # fmt: skip
             click.echo(f"warning: {warning}", err=True)
     if config.static:
         names = ", ".join(f"{c.name} ({' '.join(c.scopes)})" for c in config.static)

@@ -16,7 +16,9 @@ answered with a 404 that looks like a broken server.
 
 Sign-in (named static tokens, OAuth: ``server/auth/``) is one
 :class:`~kbseek.server.auth.gate.Gate` wrapped around ``/mcp`` and ``/api/*``, outside everything
-else this module does to those routes' answers; it also answers the RFC 9728 metadata's paths.
+else this module does to those routes' answers; it also answers the RFC 9728 metadata's paths. When
+the page signs people in, its ``/auth/*`` routes are the gate's too, offered under the page's
+policy, and ``/api/*`` (never ``/mcp``) also takes the page's session cookie.
 
 A POST to ``/mcp`` that is JSON but not one JSON-RPC message (a batch array among them: MCP
 2025-06-18 removed batching) is answered ``400`` with Invalid Request (``-32600``), not the SDK's
@@ -167,7 +169,9 @@ class Guard:
         self.app = app
         self.mcp = self._mcp if self.gate is None else self.gate.guard(self._mcp)
         self.web = web
-        self.api = web if web is None or self.gate is None else self.gate.guard(web)
+        self.api = web if web is None or self.gate is None else self.gate.guard(web, page=True)
+        self.signin = self.gate.browser if self.gate is not None else None
+        """The page's sign-in routes (``/auth/*``), when the page signs in (docs/decisions/0056)."""
         self.ready = ready
         self.policy = policy
         self._hosts = {ascii_lower(h) for h in policy.hosts()}
@@ -204,7 +208,8 @@ class Guard:
             await _serve_metadata(send, metadata)  # RFC 9728: how to sign in, asked before signing in
             return
         page = path == "/" and scope.get("method") in ("GET", "HEAD")  # a browser opened the bare address
-        if self.web is not None and (page or path == "/ui" or path.startswith(("/ui/", "/api/"))):
+        signin = self.signin is not None and path.startswith("/auth/")
+        if self.web is not None and (page or signin or path == "/ui" or path.startswith(("/ui/", "/api/"))):
             if not self.policy.ui_remote and not _from_loopback(scope):
                 await _respond(
                     send, 403, "the web page is offered to this machine only; "
@@ -213,6 +218,9 @@ class Guard:
                 return
             if page:
                 await _redirect(send, "/ui")
+                return
+            if signin and self.signin is not None:
+                await self.signin(scope, receive, send)
                 return
             await (self.api if path.startswith("/api/") and self.api else self.web)(scope, receive, send)
             return

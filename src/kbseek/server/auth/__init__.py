@@ -13,5 +13,8 @@ the scope it needs (``403``), and takes only tokens issued for itself. The SDK g
 - ``audience``: the one comparison of a token's audience with the resource URL;
 - ``metadata``: the RFC 9728 document and the ``WWW-Authenticate`` challenges;
 - ``identity``: the caller, as every later piece reads it;
-- ``gate``: the ASGI step that puts them together in front of ``/mcp`` and ``/api``.
+- ``gate``: the ASGI step that puts them together in front of ``/mcp`` and ``/api``;
+- ``browser`` (with ``flow`` and ``sessions``): the web page's own sign-in, the authorization-code
+  flow with PKCE run by the server, and the HttpOnly session cookie ``/api`` also takes
+  (docs/decisions/0056).
 """

@@ -2,8 +2,8 @@
 
 :class:`~kbseek.auth_spec.AuthSpec` is the file's shape; this is the running value: the flags laid
 over it (``--auth-issuer``, ``--auth-resource``, ``--auth-token``, and the older ``--token-env``),
-each static token's secret read from its environment variable, and the introspection client's
-secret too. A variable that is unset or empty stops the server at start, naming it: a credential
+each static token's secret read from its environment variable, and the introspection client's and
+the page client's secrets too. A variable that is unset or empty stops the server at start, naming it: a credential
 that silently does not exist would be found out by the person it locks out.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from kbseek.auth_spec import TOKEN_PREFIX, AuthSpec, StaticTokenSpec, parse_static_token
 from kbseek.errors import ConfigError
@@ -41,6 +41,25 @@ class Introspection:
 
 
 @dataclass(frozen=True)
+class PageClient:
+    """The OAuth client the web page signs in as; ``secret`` ``None`` for a public client."""
+
+    client_id: str
+    secret: str | None = field(default=None, repr=False)
+
+
+CALLBACK_PATH = "/auth/callback"
+"""Where the identity provider sends a person back to, on the resource URL's origin."""
+
+
+def redirect_uri(resource: str) -> str:
+    """The page's redirect URL: ``/auth/callback`` on ``resource``'s origin, from configuration only
+    (a request's ``Host`` could be anyone's, and the provider compares this with what was registered)."""
+    parts = urlsplit(resource)
+    return urlunsplit((parts.scheme, parts.netloc, CALLBACK_PATH, "", ""))
+
+
+@dataclass(frozen=True)
 class AuthConfig:
     """What the gate checks. ``issuer`` ``None``: static tokens only, or nothing at all."""
 
@@ -57,6 +76,8 @@ class AuthConfig:
     groups_claim: str = "groups"
     readers: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     """``[auth.collections]``: each group and the collections it reads; ``None``: no rule."""
+    page: PageClient | None = None
+    """The web page's own sign-in (docs/decisions/0056); ``None``: the page asks for a token."""
 
     @property
     def enabled(self) -> bool:
@@ -97,10 +118,22 @@ class AuthConfig:
                 spec.introspection_endpoint, spec.introspection_client_id,
                 _secret(spec.introspection_secret_env, environ, "[auth].introspection_secret_env"),
             )  # fmt: skip
+        page = None
+        if spec.page_client_id is not None and spec.issuer is None:
+            raise ConfigError(
+                "[auth].page_client_id needs an issuer and a resource URL: the page signs in with the same "
+                "identity provider as the hosts ([auth] issuer and resource, or --auth-issuer and --auth-resource)"
+            )
+        if spec.page_client_id is not None:
+            page = PageClient(
+                spec.page_client_id,
+                _secret(spec.page_client_secret_env, environ, "[auth].page_client_secret_env")
+                if spec.page_client_secret_env is not None else None,
+            )  # fmt: skip
         return cls(
             read_scope=spec.read_scope, write_scope=spec.write_scope, issuer=spec.issuer,
             resource=spec.resource, algorithms=spec.algorithms, clock_skew_s=spec.clock_skew,
-            key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static,
+            key_refetch_s=spec.key_refetch_interval, introspection=introspection, static=static, page=page,
             audiences=spec.audiences, groups_claim=spec.groups_claim, readers=spec.readers,
         )  # fmt: skip
 
@@ -109,13 +142,14 @@ def with_flags(spec: AuthSpec, *, issuer: str | None, resource: str | None) -> A
     """``spec`` with ``--auth-issuer`` and ``--auth-resource`` laid over it, validated again as the
     file was (an issuer without a resource is refused here). The first step of
     :meth:`AuthConfig.resolve`, public so ``kbseek doctor --auth`` reads the flags as ``serve`` does."""
-    if issuer is None and resource is None:
-        return spec
-    return replace(
-        spec,
-        issuer=issuer if issuer is not None else spec.issuer,
-        resource=resource if resource is not None else spec.resource,
-    )
+    if issuer is not None or resource is not None:
+        spec = replace(
+            spec,
+            issuer=issuer if issuer is not None else spec.issuer,
+            resource=resource if resource is not None else spec.resource,
+        )
+    spec.check_complete()
+    return spec
 
 
 def static_token_specs(
@@ -140,7 +174,10 @@ def _secret(variable: str, environ: Mapping[str, str], what: str) -> str:
     return value
 
 
-def public_url_warnings(resource: str, *, port: int, allowed_hosts: Sequence[str] = ()) -> list[str]:
+def public_url_warnings(
+    resource: str, *, port: int, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
+    page: bool = False,
+) -> list[str]:  # fmt: skip
     """What is wrong between the configured public URL and how the server is bound, in sentences
     for stderr at start (each a likely silent ``401`` or ``403`` later).
 
@@ -176,5 +213,11 @@ def public_url_warnings(resource: str, *, port: int, allowed_hosts: Sequence[str
             f"the resource URL's host {netloc} is not an allowed Host header: requests a proxy "
             f"forwards with it are refused (403); add --allow-host {netloc}, or have the proxy send "
             f"Host: 127.0.0.1:{port}"
+        )
+    origin = f"{parts.scheme}://{netloc}"
+    if page and not local and origin not in {o.lower() for o in allowed_origins}:
+        warnings.append(
+            f"the page signs in at {origin}, which is not an allowed Origin: its sign-out (a POST, which "
+            f"browsers send with Origin) is refused (403); add --allow-origin {origin}"
         )
     return warnings

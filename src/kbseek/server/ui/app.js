@@ -26,7 +26,14 @@ function el(tag, className, text) {
   return node;
 }
 
-class Unauthorized extends Error {}
+// A 401 from /api. ``signIn``: where to sign in, when the server signs people in itself (the page
+// then never holds a token: the server keeps it behind an HttpOnly cookie); else a token is asked for.
+class Unauthorized extends Error {
+  constructor(signIn) {
+    super("unauthorized");
+    this.signIn = signIn;
+  }
+}
 
 // Notes whose words for people already say the results are weak, and why.
 const WEAK_NOTES = new Set(["absent_names", "try_other_language", "low_confidence"]);
@@ -97,16 +104,47 @@ async function api(path, params) {
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = "Bearer " + token;
   const response = await fetch(url, { headers });
-  if (response.status === 401) throw new Unauthorized();
+  if (response.status === 401) {
+    const refusal = await response.json().catch(() => ({}));
+    throw new Unauthorized(refusal.sign_in);
+  }
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || words("serverAnswered", response.status));
   return body;
 }
 
-function askForToken() {
+function askForToken(refusal) {
+  if (refusal && refusal.signIn) return askToSignIn(refusal.signIn);
   $("token-form").hidden = false;
   $("token").focus();
   say(words("tokenAsked"), true);
+}
+
+// The server signs people in: a link to its sign-in, which brings the person back to this very
+// address (the search, and the document open in it).
+function askToSignIn(path) {
+  sessionStorage.removeItem(TOKEN_KEY); // a refused token would be sent before the session, and win
+  const here = window.location.pathname + window.location.search + window.location.hash;
+  $("sign-in-link").href = path + "?next=" + encodeURIComponent(here);
+  $("sign-in").hidden = false;
+  $("account").hidden = true;
+  say(words("signInAsked"), true);
+}
+
+// Who is signed in through the page, and a way to sign out; nothing on a server that does not sign
+// people in (its /auth/session answers 404) or for a person not signed in.
+async function showAccount() {
+  const response = await fetch("/auth/session").catch(() => null);
+  if (!response || !response.ok) return;
+  const session = await response.json();
+  $("account-name").textContent = words("signedInAs", session.subject || "?");
+  $("account").hidden = false;
+}
+
+async function signOut() {
+  await fetch("/auth/logout", { method: "POST" }).catch(() => null);
+  sessionStorage.removeItem(TOKEN_KEY);
+  window.location.assign("/ui");
 }
 
 function say(text, bad) {
@@ -283,7 +321,7 @@ async function search(event, initial) {
     shownAnswer = { r, listing, sort, all: false, filtered: Boolean(prefix || tag || filters.length) };
     renderAnswer();
   } catch (error) {
-    if (error instanceof Unauthorized) return askForToken();
+    if (error instanceof Unauthorized) return askForToken(error);
     results.replaceChildren();
     $("weaker").hidden = true;
     say(error.message, true);
@@ -354,7 +392,7 @@ async function showDocument(path, more, kb) {
     $("message").hidden = true;
     $("weaker").hidden = true;
   } catch (error) {
-    if (error instanceof Unauthorized) return askForToken();
+    if (error instanceof Unauthorized) return askForToken(error);
     say(error.message, true);
   }
 }
@@ -418,7 +456,7 @@ async function refreshStatus() {
     if (s.last_error) parts.push(el("span", "bad", " · " + s.last_error));
     band.replaceChildren(...parts);
   } catch (error) {
-    if (error instanceof Unauthorized) band.textContent = words("statusNeedsToken");
+    if (error instanceof Unauthorized) band.textContent = words(error.signIn ? "statusNeedsSignIn" : "statusNeedsToken");
     else band.replaceChildren(el("span", "bad", words("statusUnavailable", error.message)));
   }
   statusTimer = setTimeout(refreshStatus, busy ? 1000 : 5000);
@@ -453,7 +491,7 @@ async function loadFolders() {
     }
     select.value = wanted;
   } catch (error) {
-    if (error instanceof Unauthorized) askForToken();
+    if (error instanceof Unauthorized) askForToken(error);
   }
 }
 
@@ -483,7 +521,7 @@ async function loadCollections() {
     $("collections").replaceChildren(...boxes);
     $("collections").hidden = !collections.length;
   } catch (error) {
-    if (error instanceof Unauthorized) askForToken();
+    if (error instanceof Unauthorized) askForToken(error);
   }
 }
 
@@ -603,7 +641,9 @@ function start() {
     refreshStatus();
     if (searchWanted()) search();
   });
+  $("sign-out").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
+  showAccount();
   const ready = loadCollections(); // the picker first: searches and folders depend on it
   ready.then(refreshStatus);
   ready.then(loadFolders).then(() => {
