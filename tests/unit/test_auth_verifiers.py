@@ -355,3 +355,35 @@ def test_a_public_url_at_odds_with_how_the_server_is_bound_is_said() -> None:
     assert "path is '/kb'" in said and "plain http://" in said and "--allow-host kb.example.com" in said
     assert "port 9000" in " ".join(public_url_warnings("http://127.0.0.1:9000/mcp", port=8765))
     assert "TLS proxy" in " ".join(public_url_warnings("https://localhost/mcp", port=8765))
+
+
+def test_a_checked_jwt_is_kept_until_its_expiry_and_a_refusal_is_never_kept(issuer: Issuer) -> None:
+    from kbseek.server.auth.verified import KEEP_S, VerifiedTokens
+
+    check = verifier(issuer)
+    calls = 0
+    inner = check._check
+
+    async def counted(token: str) -> KbAccessToken:
+        nonlocal calls
+        calls += 1
+        return await inner(token)
+
+    check._check = counted  # type: ignore[method-assign]
+    token = issuer.token(RESOURCE)
+    first, second = asyncio.run(check.check(token)), asyncio.run(check.check(token))
+    assert first is second and calls == 1
+    wrong = issuer.token("https://elsewhere.example/mcp")
+    for _ in range(2):
+        assert reason_of(check.check(wrong)) is Reason.AUDIENCE
+    assert calls == 3
+
+    clock = Clock()
+    kept = VerifiedTokens(now=clock)
+    soon = first.model_copy(update={"expires_at": int(clock.now) + 5})
+    kept.keep(b"a", soon)
+    kept.keep(b"b", first.model_copy(update={"expires_at": None}))
+    clock.now += 5
+    assert kept.get(b"a") is None and kept.get(b"b") is not None  # never past exp
+    clock.now += KEEP_S
+    assert kept.get(b"b") is None  # nor past a minute

@@ -7,18 +7,15 @@ resource in ``aud`` (the same rule as for JWTs; an answer without ``aud`` is ref
 then says the token was made for this server), comes from the configured issuer when it names one,
 and is within ``exp`` and ``nbf``.
 
-An active answer is kept for a short while (at most :data:`CACHE_S`, never past the token's ``exp``),
-so a session's every request is not a round trip to the issuer; a refusal is never kept, so a token
-the issuer has just activated works at once. The cache is keyed by a digest, never by the token.
+An active answer is kept for a short while (``verified``: at most a minute, never past the token's
+``exp``), so a session's every request is not a round trip to the issuer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import time
-from collections import OrderedDict
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -30,11 +27,7 @@ from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwt_verifier import client_of, scopes_of
 from kbseek.server.auth.reasons import Checker, Reason, Rejected
 from kbseek.server.auth.settings import Introspection
-
-CACHE_S = 60.0
-"""An active answer is reused this long at most: a token the issuer revokes stops working within it."""
-CACHE_ENTRIES = 4096
-"""Answers kept at once; the oldest go first."""
+from kbseek.server.auth.verified import VerifiedTokens
 
 
 class IntrospectionVerifier(Checker):
@@ -51,7 +44,7 @@ class IntrospectionVerifier(Checker):
         self.clock_skew_s = clock_skew_s
         self._now = now
         self._endpoint = client.endpoint
-        self._cache: OrderedDict[bytes, tuple[float, KbAccessToken]] = OrderedDict()
+        self._verified = VerifiedTokens(now=now)
         self.requests = 0
         """How many times the endpoint was asked (the tests count them)."""
 
@@ -62,19 +55,13 @@ class IntrospectionVerifier(Checker):
 
     async def check(self, token: str) -> KbAccessToken:
         """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""
-        digest = hashlib.sha256(token.encode()).digest()
-        cached = self._cache.get(digest)
-        if cached is not None and cached[0] > self._now():
-            return cached[1]
-        self._cache.pop(digest, None)
+        digest = self._verified.digest(token)
+        kept = self._verified.get(digest)
+        if kept is not None:
+            return kept
         answer = await asyncio.to_thread(self._ask, token)
         identity = self._read(token, answer)
-        until = self._now() + CACHE_S
-        if identity.expires_at is not None:
-            until = min(until, identity.expires_at)
-        self._cache[digest] = (until, identity)
-        while len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
+        self._verified.keep(digest, identity)
         return identity
 
     def _ask(self, token: str) -> Any:

@@ -7,6 +7,9 @@ it is a JWS of three parts (``malformed``); its ``alg`` is on the allow-list (``
 issuer, exactly (``issuer``); ``aud`` names the resource URL (``audience``, see ``audience``);
 ``exp`` is present and not past, ``nbf`` and ``iat`` not ahead, each within the clock skew
 (``expired``, ``not_yet_valid``).
+
+A token that passed is kept (``verified``) until the earlier of a minute and its ``exp``: a host
+sends one token on every request, and the second request need not parse and check it again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from kbseek.server.auth.audience import issued_for
 from kbseek.server.auth.identity import KbAccessToken
 from kbseek.server.auth.jwks import KeySet
 from kbseek.server.auth.reasons import Checker, Reason, Rejected
+from kbseek.server.auth.verified import VerifiedTokens
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -62,9 +66,19 @@ class JwtVerifier(Checker):
         self.algorithms = algorithms
         self.clock_skew_s = clock_skew_s
         self.keys = keys or KeySet(issuer)
+        self.verified = VerifiedTokens()
 
     async def check(self, token: str) -> KbAccessToken:
         """The identity ``token`` carries; :class:`Rejected` naming the check that failed."""
+        digest = self.verified.digest(token)
+        kept = self.verified.get(digest)
+        if kept is not None:
+            return kept
+        identity = await self._check(token)
+        self.verified.keep(digest, identity)
+        return identity
+
+    async def _check(self, token: str) -> KbAccessToken:
         if not looks_like_jwt(token):
             raise Rejected(Reason.MALFORMED, "not a JWT")
         try:
