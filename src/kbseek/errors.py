@@ -26,6 +26,13 @@ it is given::
         ├── DocumentTooLarge       over the size cap
         ├── NotText                not decodable as the parser's text
         └── NotServable            a resource read of a path the server does not offer (D3)
+    WriteRefused           a write to a note refused, nothing written; ``code`` says which case:
+        ├── NoteExists             ``exists``: creating over a file that is there
+        ├── NoteConflict           ``conflict``: the note changed since the hash the caller sent
+        ├── WriteNotAllowed        ``not_allowed``: outside the folders or extensions writes may touch
+        ├── NoteTooLarge           ``too_large``: over ``[write] max_bytes``
+        ├── NoteNotFound           ``not_found``: no note at that path (edit, move, delete, restore)
+        └── WritesReadOnly         ``read_only``: this server does not write (off, or a reader)
 
 A **bug** is anything else: :class:`KbBug` when kbseek notices it broke one of its own rules, and
 every exception that is not a ``KbError``. A bug is never the caller's fault, so no surface reports
@@ -137,6 +144,57 @@ class NotText(DocumentRefused):
 
 class NotServable(DocumentRefused):
     """A resource read of a document outside the servable set (not indexed, format disabled, over the cap)."""
+
+
+class WriteRefused(KbError):
+    """A write to a note was refused and nothing was written. ``code`` is the case as an agent
+    reads it (``exists``, ``conflict``, ``not_allowed``, ``too_large``, ``not_found``,
+    ``read_only``); the message says what to do. ``current_hash`` is the note's hash now, when
+    there is a note, so a caller can read it again and retry."""
+
+    code = "refused"
+
+    def __init__(self, message: str, path: str, *, current_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.current_hash = current_hash
+
+
+class NoteExists(WriteRefused):
+    """Creating a note where a file is: never replaced unless asked, with the current hash."""
+
+    code = "exists"
+
+
+class NoteConflict(WriteRefused):
+    """The note's content is not the one the caller's hash names: someone changed it since."""
+
+    code = "conflict"
+
+
+class WriteNotAllowed(WriteRefused):
+    """The path is outside what writes may touch: a folder not allowed, an extension, a link, a
+    hidden or ignored folder, the index, or a name no note may have."""
+
+    code = "not_allowed"
+
+
+class NoteTooLarge(WriteRefused):
+    """The note would be larger than ``[write] max_bytes``."""
+
+    code = "too_large"
+
+
+class NoteNotFound(WriteRefused, LookupError):
+    """No note at the path to edit, move, delete or restore."""
+
+    code = "not_found"
+
+
+class WritesReadOnly(WriteRefused):
+    """This server does not write: writing is off, or it is a reader of a shared index."""
+
+    code = "read_only"
 
 
 class KbBug(Exception):

@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("domain", (
         *_package("kbseek.ingest"), *_package("kbseek.store"), *_package("kbseek.embed"),
-        *_package("kbseek.search"), *_package("kbseek.rerank"),
+        *_package("kbseek.search"), *_package("kbseek.rerank"), *_package("kbseek.write"),
     )),
     ("settings", ("kbseek.config", "kbseek.auth_spec", "kbseek.audit_spec")),
     ("facade", ("kbseek", "kbseek.kb", "kbseek.library", "kbseek.responses", *_package("kbseek.facade"))),

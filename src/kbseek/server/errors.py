@@ -36,6 +36,10 @@ from kbseek.errors import (
     KbError,
     LinkRefused,
     NotARegularFile,
+    NoteConflict,
+    NoteExists,
+    NoteNotFound,
+    NoteTooLarge,
     NotServable,
     NotText,
     PathOutsideRoot,
@@ -44,6 +48,9 @@ from kbseek.errors import (
     TopicNotFound,
     UnknownField,
     UnsupportedExtension,
+    WriteNotAllowed,
+    WriteRefused,
+    WritesReadOnly,
     WrittenElsewhere,
 )
 
@@ -122,6 +129,13 @@ TABLE: Final[Mapping[type[BaseException], Answer]] = MappingProxyType({
     DocumentTooLarge: FORBIDDEN,
     NotText: FORBIDDEN,
     NotServable: NOT_FOUND,
+    WriteRefused: CONFLICT,
+    NoteExists: CONFLICT,
+    NoteConflict: CONFLICT,
+    WriteNotAllowed: FORBIDDEN,
+    NoteTooLarge: FORBIDDEN,
+    NoteNotFound: NOT_FOUND,
+    WritesReadOnly: CONFLICT,
 })  # fmt: skip
 """Every refusal class, each by name (a test fails for a class without its own row), to its answer."""
 
