@@ -59,7 +59,11 @@ def test_the_table_holds_refusal_classes_only() -> None:
 
 
 def _refusal(cls: type[errors.KbError], message: str) -> errors.KbError:
-    return cls(message, "a.md") if issubclass(cls, errors.DocumentRefused) else cls(message)
+    return (
+        cls(message, "a.md")
+        if issubclass(cls, errors.DocumentRefused | errors.WriteRefused)
+        else cls(message)
+    )
 
 
 @pytest.mark.parametrize("cls", REFUSALS, ids=lambda c: c.__name__)
