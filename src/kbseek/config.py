@@ -29,6 +29,7 @@ from kbseek.ingest.filenames import INDEX_DIRNAME as INDEX_DIRNAME
 from kbseek.ingest.parsers import AVAILABLE_PARSERS, DEFAULT_ENABLED
 from kbseek.rerank.base import RerankSpec
 from kbseek.store.opening import is_database_url
+from kbseek.write_spec import WriteSpec
 
 MiB = 1024 * 1024
 MAX_ALSO_CEILING = 8
@@ -198,6 +199,9 @@ class Settings:
     audit: AuditSpec = field(default_factory=AuditSpec)
     """The record of who read what, kept by a server with sign-in (the ``[audit]`` table,
     ``AuditSpec``): where, whether query text is in it, and its rotation (docs/decisions/0055)."""
+    write: WriteSpec = field(default_factory=WriteSpec)
+    """Whether agents may write notes, and where (the ``[write]`` table, ``WriteSpec``); off
+    unless asked."""
 
     def __post_init__(self) -> None:
         # A library caller writes Settings(root="~/notes"): a string (or any os.PathLike) is taken as
@@ -308,6 +312,7 @@ SECTIONS: dict[str, tuple[type, bool]] = {
     "rerank": (RerankSpec, True),
     "auth": (AuthSpec, False),
     "audit": (AuditSpec, False),
+    "write": (WriteSpec, False),
 }
 """Tables that fill a settings object of their own, field by field: table → (its class, reloadable)."""
 

@@ -59,7 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         *_package("kbseek.ingest"), *_package("kbseek.store"), *_package("kbseek.embed"),
         *_package("kbseek.search"), *_package("kbseek.rerank"), *_package("kbseek.write"),
     )),
-    ("settings", ("kbseek.config", "kbseek.auth_spec", "kbseek.audit_spec")),
+    ("settings", ("kbseek.config", "kbseek.auth_spec", "kbseek.audit_spec", "kbseek.write_spec")),
     ("facade", ("kbseek", "kbseek.kb", "kbseek.library", "kbseek.responses", *_package("kbseek.facade"))),
     ("surfaces", ("kbseek.__main__", *_package("kbseek.cli"), *_package("kbseek.server"), "kbseek.render")),
 )  # fmt: skip
