@@ -15,6 +15,7 @@ from kbseek.config import Limits, Settings
 from kbseek.embed.base import Embedder
 from kbseek.facade import shaping
 from kbseek.facade.catalog import Catalog, ResourceText
+from kbseek.facade.hashes import fetch_with_hashes, search_with_hashes
 from kbseek.facade.live_config import LiveConfig, PathArg
 from kbseek.facade.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.facade.related import Related
@@ -237,6 +238,8 @@ class KnowledgeBase:
         self._semantic.ensure_loaded(SEARCH_PATIENCE)
         self._runner.refresh()
         r = self._retrieval.search(search_request(self.limits, asked), self.summary, scale)
+        if self.settings.write.enabled:
+            r = search_with_hashes(r, self.store)
         return r if measure is None else fit_search(r, self.limits.max_response_chars, measure)
 
     def keyword_scale(self, query: SearchQuery) -> KeywordScale:
@@ -250,7 +253,8 @@ class KnowledgeBase:
         """The full passages of hits by ``chunk_id``, with ``context`` neighbouring chunks on each side;
         an id from before an edit is reported in ``missing`` as stale, never resolved to other text."""
         self._runner.refresh()
-        return self._catalog.fetch(shaping.fetch_args(self.limits, chunk_ids, context))
+        r = self._catalog.fetch(shaping.fetch_args(self.limits, chunk_ids, context))
+        return fetch_with_hashes(r, self.store) if self.settings.write.enabled else r
 
     def read_document(self, path: str, *, offset: int = 0, max_chars: int | None = None) -> DocumentResponse:
         """A document by root-relative path, indexed or not (D1), a window of ``max_chars`` at a time;

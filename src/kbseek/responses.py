@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, WithJsonSchema, computed_field
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    computed_field,
+    model_serializer,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from kbseek.ingest.indexer import IndexReport as IndexReport
@@ -56,7 +63,22 @@ class Explanation(BaseModel):
     most, each with its part of the model's sum; ``fused_score`` is then the model's (decision 0044)."""
 
 
-class SearchHit(BaseModel):
+class _HashedWhenWriting(BaseModel):
+    """An answer about one document, which carries the document's ``hash`` when the server lets
+    agents write (docs/decisions/0058) and is otherwise exactly what it was before writing existed:
+    a ``hash`` of ``None`` is left out wherever the answer is serialised (MCP, ``/api``, ``--json``)."""
+
+    @model_serializer(mode="wrap")
+    def _hash_only_when_set(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # Unannotated on purpose: an annotated return type would replace the model's serialisation
+        # schema (the tools' output schemas) with that type's.
+        data = handler(self)
+        if isinstance(data, dict) and "hash" in data and data["hash"] is None:
+            del data["hash"]
+        return data
+
+
+class SearchHit(_HashedWhenWriting):
     chunk_id: str
     """Pass it to fetch."""
     path: str
@@ -83,6 +105,9 @@ class SearchHit(BaseModel):
     """The collection the hit is from, when the server holds several (``kbseek.library``). Out of
     the schema: a one-KB server never sends it, and its tool list stays as it was; the several
     collections' ``search`` declares it (``server/library_tools.py``)."""
+    hash: SkipJsonSchema[str | None] = None
+    """The document's content hash, to send back as ``expected_hash`` when editing it; only on a
+    server that lets agents write (docs/decisions/0058)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -109,7 +134,7 @@ class SearchResponse(BaseModel):
     index: IndexSummary
 
 
-class Passage(BaseModel):
+class Passage(_HashedWhenWriting):
     path: str
     heading_path: list[str]
     requested: list[str]
@@ -123,6 +148,9 @@ class Passage(BaseModel):
     text: str
     truncated: bool
     uri: str | None = None
+    hash: SkipJsonSchema[str | None] = None
+    """The document's content hash, to send back as ``expected_hash`` when editing it; only on a
+    server that lets agents write (docs/decisions/0058)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -146,7 +174,7 @@ class FetchResponse(BaseModel):
     notes: list[str]
 
 
-class DocumentResponse(BaseModel):
+class DocumentResponse(_HashedWhenWriting):
     path: str
     media_type: str
     text: str
@@ -162,6 +190,9 @@ class DocumentResponse(BaseModel):
     date_source: str | None = None
     """Where the date came from: ``frontmatter:<field>``, ``properties:<field>`` or ``mtime``."""
     notes: list[str]
+    hash: SkipJsonSchema[str | None] = None
+    """The document's content hash, to send back as ``expected_hash`` when editing it; only on a
+    server that lets agents write (docs/decisions/0058)."""
 
 
 class Topic(BaseModel):

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from kbseek.errors import DocumentNotFound, NotServable
 from kbseek.facade import response_cap, shaping
+from kbseek.facade.hashes import document_with_hash
 from kbseek.facade.live_config import LiveConfig
 from kbseek.ingest.guard import LoadedDocument, literal_path, load_document, relative_path
 from kbseek.ingest.parsers import media_type_of
@@ -124,7 +125,9 @@ class Catalog:
             row = self._store.document(rel)
             text = self._store.document_text(rel) if row is not None else None
             if row is not None and text is not None:
-                return LoadedDocument(rel, text, media_type_of(row.parser), row.size, row.parser)
+                return LoadedDocument(
+                    rel, text, media_type_of(row.parser), row.size, row.parser, row.content_hash
+                )
         raise DocumentNotFound(
             f"{bounded_middle(candidates[-1], ECHO_CHARS)} is not in the index this server reads: a server "
             "without the files serves indexed documents only; search or list_topics give their paths",
@@ -135,10 +138,11 @@ class Catalog:
         """Any file under the root an enabled parser opens, indexed or not (D1), a window at a time."""
         doc = self.load_document(path)
         row = self._store.document(doc.path)
-        return shaping.document_response(
+        r = shaping.document_response(
             doc, offset=offset, max_chars=max_chars, limits=self._live.limits, indexed=row is not None,
             dated=row.dated if row is not None else None,
         )  # fmt: skip
+        return document_with_hash(r, doc) if self._live.settings.write.enabled else r
 
     def read_resource_document(self, path: str) -> ResourceText:
         """A document as a resource: only if the server offers it (D3), through the one guard (D5).

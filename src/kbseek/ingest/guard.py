@@ -23,6 +23,7 @@ own servable-set check on top.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ class LoadedDocument:
     media_type: str
     size: int
     parser: str
+    digest: str = ""
+    """The SHA-256 (hex) of the bytes read, as the index records a document's ``content_hash``: what
+    a read tells an agent that may edit the note (``kbseek.write.hashes``)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,9 @@ def _load(root: Path, rel: str, path: str, registry: Registry, max_bytes: int) -
     except (UnicodeDecodeError, ValueError) as exc:
         # The very sentence the index lists for this file when a pass skipped it (parsers.unreadable).
         raise NotText(f"{_shown(rel)} cannot be read: {reason_for(exc)}", path) from None
-    return LoadedDocument(rel, text, parser.media_type, len(raw.data), parser.name)
+    return LoadedDocument(
+        rel, text, parser.media_type, len(raw.data), parser.name, hashlib.sha256(raw.data).hexdigest()
+    )
 
 
 # -- opening: every folder without following a link, then the file --------------------------------

@@ -303,7 +303,7 @@ class IndexReader(LinkReads, ABC):
             id=int(r[0]), path=r[1], parser=r[2], size=int(r[3]), chars=int(r[4]), title=self._text(r[5]),
             tags=tuple(json.loads(r[6])), date=r[7], frontmatter=json.loads(r[8]),
             warnings=tuple(json.loads(r[9])), indexed_at=float(r[10]),
-            dated=DocumentDate(r[11], r[12]) if r[11] else None,
+            dated=DocumentDate(r[11], r[12]) if r[11] else None, content_hash=r[13],
         )  # fmt: skip
 
     def chunk_row(self, r: Row) -> ChunkRow:

@@ -60,6 +60,9 @@ class DocumentRow:
     indexed_at: float
     dated: DocumentDate | None = None
     """Its day and that day's source (``kbseek.dates``); ``None`` before a pass has recorded it."""
+    content_hash: str = ""
+    """The SHA-256 (hex) of the file's bytes when it was indexed: a note's hash as reads give it to
+    an agent that may edit it (``kbseek.write.hashes``)."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ CHUNKS = (
     " FROM chunks c JOIN documents d ON d.id = c.document_id LEFT JOIN document_dates x ON x.document_id = d.id"
 )
 DOCUMENTS = (
-    "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at, x.day, x.source"
-    " FROM documents LEFT JOIN document_dates x ON x.document_id = documents.id"
+    "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at, x.day, x.source,"
+    " content_hash FROM documents LEFT JOIN document_dates x ON x.document_id = documents.id"
 )
 WITH_VECTOR = "FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
 WITHOUT_VECTOR = (

@@ -23,7 +23,7 @@ CHUNKS = (
 )
 DOCUMENTS = (
     "SELECT id, path, parser, size, chars, title, tags, date, frontmatter, warnings, indexed_at, x.day,"
-    " x.source FROM documents LEFT JOIN document_dates x ON x.document = documents.id"
+    " x.source, content_hash FROM documents LEFT JOIN document_dates x ON x.document = documents.id"
 )
 EACH = "(SELECT value FROM json_each(?))"
 """A list parameter, sent as JSON: one parameter however long the list."""
