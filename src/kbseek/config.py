@@ -437,9 +437,14 @@ def build_settings(
     semantic: bool | None = None,
     store_url: str | None = None,
     kb_name: str | None = None,
+    allow_write: bool = False,
 ) -> Settings:
-    """Combine explicit values (flags/environment) with config-file values and defaults."""
+    """Combine explicit values (flags/environment) with config-file values and defaults.
+
+    ``allow_write``: ``serve --allow-write``, which turns ``[write]`` on over the file."""
     fv = dict(file_values or {})
+    if allow_write:
+        fv["write"] = {**fv.get("write", {}), "enabled": True}
     kb = root if root is not None else fv.get("kb")
     url = store_url if store_url is not None else fv.get("store", {}).get("url")
     if kb is None and url is not None:
@@ -492,10 +497,11 @@ class SettingsSource:
     semantic: bool | None = None
     store_url: str | None = None
     kb_name: str | None = None
+    allow_write: bool = False
 
     def load(self) -> Settings:
         file_values = load_config_file(self.config_path) if self.config_path else {}
         return build_settings(
             root=self.root, index_dir=self.index_dir, file_values=file_values, semantic=self.semantic,
-            store_url=self.store_url, kb_name=self.kb_name,
+            store_url=self.store_url, kb_name=self.kb_name, allow_write=self.allow_write,
         )  # fmt: skip

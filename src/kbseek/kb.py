@@ -17,6 +17,7 @@ from kbseek.facade import shaping
 from kbseek.facade.catalog import Catalog, ResourceText
 from kbseek.facade.hashes import fetch_with_hashes, search_with_hashes
 from kbseek.facade.live_config import LiveConfig, PathArg
+from kbseek.facade.notes import Notes
 from kbseek.facade.paths import check_reader, copy_index_to, open_index, prepare_index_dir, resolve_index_dir
 from kbseek.facade.related import Related
 from kbseek.facade.request import search_request
@@ -69,7 +70,7 @@ class KnowledgeBase:
     def __init__(
         self, root: PathArg | None = None, *, config: PathArg | None = None, index_dir: PathArg | None = None,
         semantic: bool | None = None, settings: Settings | None = None, embedder: Embedder | None = None,
-        read_only: bool = False, store: str | None = None, kb_name: str | None = None,
+        read_only: bool = False, store: str | None = None, kb_name: str | None = None, allow_write: bool = False,
     ) -> None:  # fmt: skip
         """Open the knowledge base at ``root`` (``~`` is expanded), creating its index folder.
 
@@ -78,10 +79,11 @@ class KnowledgeBase:
         you cannot write). ``semantic=False``: keywords only. ``settings``: resolved settings instead of
         those four. ``embedder``: a model of your own (tests). ``read_only``: only look, create nothing.
         ``store``, ``kb_name``: a PostgreSQL URL to keep the index in (``[store]``), and the name in it.
+        ``allow_write``: let agents write notes, as ``[write] enabled`` does (``serve --allow-write``).
         Raises :class:`~kbseek.errors.ConfigError`, saying what to change, before touching anything."""
         self._live = LiveConfig.resolve(
             root, config=config, index_dir=index_dir, semantic=semantic, settings=settings,
-            store_url=store, kb_name=kb_name,
+            store_url=store, kb_name=kb_name, allow_write=allow_write,
         )  # fmt: skip
         settings = self._live.settings
         check_reader(settings, read_only=read_only)
@@ -99,6 +101,7 @@ class KnowledgeBase:
         self._catalog = Catalog(self.store, self._live)
         self._retrieval = Retrieval(self.store, self._live, self._semantic, self._catalog)
         self._related = Related(self.store, self._live, self._semantic)
+        self._notes = Notes(self._live, self.index_dir, read_only=read_only, index=self._runner.index_written)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -303,6 +306,11 @@ class KnowledgeBase:
         return self._catalog.topic_body(prefix)
 
     # -- below the API -----------------------------------------------------------------------------
+
+    @property
+    def notes(self) -> Notes:
+        """Agents' writes to notes: ``write``, ``edit``, ``move``, ``delete`` (decision 0058)."""
+        return self._notes
 
     def retrieval(self) -> Retrieval:
         """The search legs themselves (store, model, dense index, fusion), for benchmarks and eval."""

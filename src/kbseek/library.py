@@ -415,8 +415,9 @@ def collection_specs(
 
 
 def open_library(
-    specs: Sequence[str], *, config: Path | None = None, semantic: bool | None = None, read_only: bool = False
-) -> Library:
+    specs: Sequence[str], *, config: Path | None = None, semantic: bool | None = None, read_only: bool = False,
+    allow_write: bool = False,
+) -> Library:  # fmt: skip
     """The collections named by ``--kb`` flags or the config file's ``[[kb]]`` tables, opened; one
     embedding model shared by all (they share the file's ``[embed]``). The first is the default."""
     file_values = dict(load_config_file(config)) if config is not None else {}
@@ -426,7 +427,9 @@ def open_library(
     embedder: Embedder | None = None
     try:
         for name, values in collection_specs(specs, file_values):
-            settings = build_settings(root=values.pop("kb"), file_values=values, semantic=semantic)
+            settings = build_settings(
+                root=values.pop("kb"), file_values=values, semantic=semantic, allow_write=allow_write
+            )
             kbs[name] = KnowledgeBase(settings=settings, embedder=embedder, read_only=read_only)
             embedder = embedder or kbs[name].retrieval().embedder
     except BaseException:

@@ -30,6 +30,7 @@ from kbseek.responses import (
     DocumentResponse,
     Explanation,
     FetchResponse,
+    NoteChange,
     RelatedResponse,
     SearchResponse,
     StatusResponse,
@@ -189,7 +190,9 @@ def _hit_lines(r: SearchResponse, token: str) -> list[str]:
         snippet = _without_heading(h.snippet, h.heading_path)
         # A document's date is said at its first hit only (the answer's budget, decision 0043); it is
         # always YYYY-MM-DD, written by kbseek.dates, never text from the file.
-        dated = f" date={h.date}" if h.date and h.path not in dated_paths else ""
+        first = h.path not in dated_paths
+        dated = f" date={h.date}" if h.date and first else ""
+        dated += f" hash={h.hash}" if h.hash and first else ""  # only when agents may write (0058)
         dated_paths.add(h.path)
         lines.extend(passage(token, snippet, h.path, f"lines={h.line_start}-{h.line_end}{dated}"))
     return lines
@@ -200,7 +203,8 @@ def fetch_text(r: FetchResponse, token: str | None = None) -> str:
     lines: list[str] = []
     for p in r.passages:
         lines.append(f"── {escaped(p.path)} — {_heading(p.heading_path)} (lines {p.line_start}–{p.line_end})")
-        lines.extend(passage(token, p.text, p.path, f"lines={p.line_start}-{p.line_end}"))
+        hashed = f" hash={p.hash}" if p.hash else ""
+        lines.extend(passage(token, p.text, p.path, f"lines={p.line_start}-{p.line_end}{hashed}"))
         if p.truncated:
             lines.append("[passage cut: see notes]")
     for m in r.missing:
@@ -210,7 +214,7 @@ def fetch_text(r: FetchResponse, token: str | None = None) -> str:
 
 
 def document_text(r: DocumentResponse, token: str | None = None) -> str:
-    chars = f"chars={r.offset}-{r.offset + r.returned_chars}"
+    chars = f"chars={r.offset}-{r.offset + r.returned_chars}" + (f" hash={r.hash}" if r.hash else "")
     lines = passage(token or boundary(), r.text, r.path, chars)
     if r.truncated or r.notes:
         lines.append("")
@@ -293,3 +297,24 @@ def status_text(r: StatusResponse) -> str:
 def _short(text: str) -> str:
     """A front-matter name or value from a file: one line, escaped, at most 40 characters."""
     return escaped(bounded(" ".join(text.split()), 40))
+
+
+def note_change_text(r: NoteChange) -> str:
+    """A write's answer for the agent: what was done, the hash to send next, then the diff."""
+    done = "would " + r.operation if r.dry_run else r.operation
+    where = escaped(r.path) + (f" → {escaped(r.new_path)}" if r.new_path else "")
+    lines = [f"{done}: {where}", f"hash: {r.hash or '(none: the note is gone)'}"]
+    if r.previous_hash:
+        lines.append(f"previous hash: {r.previous_hash}")
+    if r.trash:
+        lines.append(f"trash entry: {escaped(r.trash)}")
+    if r.links_rewritten:
+        lines.append("links rewritten in: " + ", ".join(escaped(p) for p in r.links_rewritten))
+    if r.dry_run:
+        lines.append("dry run: nothing was written")
+    elif r.searchable:
+        lines.append("indexed: search finds it now")
+    lines.extend(_notes(r.notes))
+    if r.diff:
+        lines += ["", r.diff.rstrip("\n")]
+    return "\n".join(lines)

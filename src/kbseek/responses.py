@@ -319,3 +319,31 @@ class RelatedResponse(BaseModel):
     truncated: bool
     notes: list[str]
     """What was capped, and whether it is by links only (no model)."""
+
+
+class NoteChange(BaseModel):
+    """What a write did to a note, or with ``dry_run`` would do (docs/decisions/0058)."""
+
+    path: str
+    operation: str
+    """``create``, ``replace``, ``append``, ``prepend``, ``replace_section``, ``insert_before_section``,
+    ``insert_after_section``, ``find_replace``, ``set_frontmatter``, ``move``, ``delete`` or ``restore``."""
+    hash: str | None
+    """The note's hash now (send it with the next edit); null once deleted, or for a dry run the hash
+    it would have."""
+    previous_hash: str | None
+    """Its hash before; null for a note created."""
+    diff: str
+    """The unified diff of the change."""
+    diff_truncated: bool = False
+    dry_run: bool = False
+    """True: nothing was written; the diff and hash are what the write would do."""
+    new_path: str | None = None
+    """Where a moved or restored note is now."""
+    trash: str | None = None
+    """A deleted note's trash entry: ``kbseek notes restore ENTRY`` brings it back."""
+    links_rewritten: list[str] = Field(default_factory=list)
+    """Notes whose links to a moved note were rewritten, each by a guarded edit of its own."""
+    searchable: bool = False
+    """Whether the index already holds the change (search finds it now)."""
+    notes: list[str] = Field(default_factory=list)

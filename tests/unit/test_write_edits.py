@@ -28,9 +28,9 @@ from kbseek.write.edits import (
     insert_before_section,
     prepend,
     replace_section,
-    set_frontmatter,
 )
 from kbseek.write.encoding import NEWLINE, decode_note, encode_note, line_start, newline_of
+from kbseek.write.frontmatter import set_frontmatter
 
 fast = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -255,6 +255,10 @@ def index(
     help="Only serve the index another process writes (no --kb needed with --store): follow its passes.",
 )  # fmt: skip
 @click.option(
+    "--allow-write", "allow_write", is_flag=True,
+    help="Let agents create, edit, move and delete notes in [write] folders (default inbox/).",
+)  # fmt: skip
+@click.option(
     "--take-over", "take_over", is_flag=True,
     help="Make this folder the source of a shared (--store) knowledge base recorded as written from another.",
 )  # fmt: skip
@@ -263,7 +267,7 @@ def serve(
     allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], token_env: str | None,
     auth_issuer: str | None, auth_resource: str | None, auth_tokens: tuple[str, ...], audit_log: str | None,
     max_sessions: int, max_body_bytes: int, ui_allow_remote: bool, read_only: bool, take_over: bool,
-    library: Library | None = None,
+    allow_write: bool = False, library: Library | None = None,
 ) -> None:  # fmt: skip
     """Serve the knowledge base over MCP: stdio by default, or Streamable HTTP with --http.
 

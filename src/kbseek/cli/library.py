@@ -67,7 +67,12 @@ def with_library(
         raise click.UsageError(
             "--index-dir, --store, --kb-name and --read-only name one knowledge base: give one --kb with them"
         )
-    library = open_library(kb, config=config, semantic=False if lexical_only else None)
+    library = open_library(
+        kb,
+        config=config,
+        semantic=False if lexical_only else None,
+        allow_write=bool(kwargs.get("allow_write")),
+    )
     try:
         return fn(library[library.default], library=library, **kwargs)
     finally:

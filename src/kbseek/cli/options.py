@@ -161,6 +161,7 @@ def kb_options(fn: Command | None = None, *, read_only: bool = False, reader: bo
         knowledge_base = KnowledgeBase(
             Path(kb[0]) if kb else None, config=config, index_dir=index_dir,
             semantic=False if lexical_only else None, read_only=looks, store=store, kb_name=kb_name,
+            allow_write=bool(kwargs.get("allow_write")),
         )  # fmt: skip
         try:  # an error escaping the command is answered by KbseekGroup, from the error table
             if refuses_absent and knowledge_base.root is None:

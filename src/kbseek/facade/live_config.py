@@ -76,6 +76,7 @@ class LiveConfig:
         settings: Settings | None,
         store_url: str | None = None,
         kb_name: str | None = None,
+        allow_write: bool = False,
     ) -> LiveConfig:
         """The settings a ``KnowledgeBase`` is opened with: given whole, or read from a config file and
         options (which a reload reads again). Raises :class:`ConfigError` for a missing root folder
@@ -84,7 +85,7 @@ class LiveConfig:
         if settings is None:
             source = SettingsSource(
                 _path(config, resolve=True), root=_path(root), index_dir=_path(index_dir), semantic=semantic,
-                store_url=store_url, kb_name=kb_name,
+                store_url=store_url, kb_name=kb_name, allow_write=allow_write,
             )  # fmt: skip
             settings = source.load()
         elif any(v is not None for v in (root, config, index_dir, semantic, store_url, kb_name)):

@@ -218,6 +218,10 @@ class IndexRunner:
         self._after_pass(report)
         return report
 
+    def index_written(self, paths: set[str]) -> IndexReport:
+        """A pass over the paths a write to notes changed, so search finds them when it answers."""
+        return self.index(prune_disabled=False, embed=self._semantic.embeds, changed=paths)
+
     @contextmanager
     def _waiting_for_pass(self) -> Iterator[None]:
         """The pass lock, counted while waited for: a model switch under way stops at its next batch

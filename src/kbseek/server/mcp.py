@@ -38,6 +38,7 @@ from kbseek.responses import (
 from kbseek.search_query import SearchQuery
 from kbseek.server.argument_errors import argument_refusal, boolean_for_number, kinds
 from kbseek.server.argument_schema import argument_schema
+from kbseek.server.note_tools import register_note_tools, with_aliases
 from kbseek.server.prompts import register_prompts
 from kbseek.server.resources import KbServer
 from kbseek.server.slots import slotted
@@ -234,6 +235,7 @@ class _BoundedServer(KbServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
+        arguments = with_aliases(name, arguments) if tool is not None else arguments
         _refuse_unknown_arguments(tool, arguments)
         _refuse_numbers_in_other_digits(tool, arguments)
         if tool is not None and isinstance(arguments, dict):
@@ -455,5 +457,7 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
     for fn, description in _TOOLS:
         server.tool(annotations=READ_ONLY, description=description)(fn)
     register_prompts(server, server.caller_kb)
+    if kb.settings.write.enabled:  # off: the tool list is the one a reading server always had
+        register_note_tools(server)
     server._lowlevel_server.middleware.append(_bounded_errors)
     return server

@@ -72,7 +72,8 @@ import time
 from kbseek.errors import NoteConflict, NoteExists, WriteNotAllowed
 from kbseek.write import steps, syscalls
 from kbseek.write.guard import WriteTarget
-from kbseek.write.held import Held, current_hash, hold, identity, note_hash, read_fd, refuse_read_only
+from kbseek.write.hashes import note_hash
+from kbseek.write.held import Held, current_hash, hold, identity, read_fd, refuse_read_only
 from kbseek.write.leftovers import Leftover, sweep_folder, sweep_leftovers
 from kbseek.write.swap import put_back, rescue_after_drop
 from kbseek.write.temps import Placed, drop, keep_as_copy, place, temp_name

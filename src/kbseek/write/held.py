@@ -19,26 +19,14 @@ from dataclasses import dataclass
 from kbseek.errors import NoteConflict, NoteNotFound, WriteNotAllowed
 from kbseek.write import syscalls
 from kbseek.write.guard import check_note_entry
+from kbseek.write.hashes import HASH_CHARS
 
-HASH_CHARS = 16
 _READ_STEP = 1 << 20
 _OPEN_FLAGS = (
     os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 )
 BUSY_WAIT = 2.0
 """Seconds a write waits for another program that has the note open for writing to close it."""
-
-
-def note_hash(data: bytes) -> str:
-    """The hash an agent reads with a note and sends back with a change: the first 16 hex
-    characters of the SHA-256 of the raw bytes, the digest kbseek's index stores per document.
-
-    Sixty-four bits are plenty to tell that a note changed (the question is never "find another
-    note with this hash", only "is it still the one I read"), and 16 characters are short enough
-    to ride on every search hit and every read. The raw bytes, not the decoded text: a change of
-    encoding or line endings is a change.
-    """
-    return hashlib.sha256(data).hexdigest()[:HASH_CHARS]
 
 
 def digest_fd(fd: int) -> str:

@@ -21,7 +21,8 @@ import os
 import time
 
 from kbseek.write import held, steps, syscalls
-from kbseek.write.held import Held, identity, note_hash, read_fd
+from kbseek.write.hashes import note_hash
+from kbseek.write.held import Held, identity, read_fd
 from kbseek.write.temps import Placed, digest_at, drop, keep_as_copy, place, temp_name
 
 ROUNDS = 8

@@ -32,7 +32,8 @@ from pathlib import PurePosixPath
 
 from kbseek.write import steps, syscalls
 from kbseek.write.guard import MAX_NAME_BYTES
-from kbseek.write.held import HASH_CHARS, Held, digest_fd, identity
+from kbseek.write.hashes import HASH_CHARS
+from kbseek.write.held import Held, digest_fd, identity
 
 PREFIX = ".kbseek-"
 SUFFIX = ".tmp"

@@ -28,13 +28,13 @@ class WriteRecord:
     """UTC, ISO 8601 to the millisecond."""
     operation: str
     path: str
-    client: str | None
-    before: str | None
-    """The note's hash before the write; ``None`` for a note created."""
-    after: str | None
-    """Its hash after; ``None`` for a note deleted."""
     diff_lines: int
     """Lines the diff added or removed."""
+    client: str | None = None
+    before: str | None = None
+    """The note's hash before the write; ``None`` for a note created."""
+    after: str | None = None
+    """Its hash after; ``None`` for a note deleted."""
     new_path: str | None = None
     trash: str | None = None
 

@@ -35,7 +35,8 @@ from pathlib import Path
 from kbseek.errors import KbBug, NoteConflict, NoteExists, NoteNotFound
 from kbseek.write import steps, syscalls
 from kbseek.write.guard import WriteTarget
-from kbseek.write.held import Held, current_hash, hold, note_hash, read_fd, refuse_read_only
+from kbseek.write.hashes import note_hash
+from kbseek.write.held import Held, current_hash, hold, read_fd, refuse_read_only
 from kbseek.write.leftovers import sweep_folder
 from kbseek.write.swap import rescue_after_drop
 from kbseek.write.temps import drop, keep_as_copy, place, temp_name

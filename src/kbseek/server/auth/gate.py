@@ -172,6 +172,7 @@ class Gate:
                 403, challenge(self.config, error="insufficient_scope", scope=needed),
                 f"the token lacks the scope {needed}", Reason.SCOPE, identity,
             )  # fmt: skip
+        identity = identity.model_copy(update={"may_write": self.config.write_scope in identity.scopes})
         if not self.rules.enabled:
             return identity
         collections = self.rules.readable(identity)

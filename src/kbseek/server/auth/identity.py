@@ -35,6 +35,9 @@ class KbAccessToken(AccessToken):
     method: Method
     credential: str | None = None
     """The static credential's name; ``None`` for a token from the issuer."""
+    may_write: bool = False
+    """Whether the credential carries the write scope (set by the gate): the tools that change notes
+    refuse a caller without it."""
     collections: tuple[str, ...] | None = None
     """The collections the caller may read, set by the gate from ``[auth.collections]``; ``None``:
     every one the server holds (``server/auth/collections.py``)."""
