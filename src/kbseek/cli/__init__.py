@@ -539,6 +539,7 @@ def eval_command(kb: KnowledgeBase, golden: Path, fmt: str, fail_under: tuple[st
 from kbseek.cli.audit import audit as _audit  # noqa: E402 - kept beside its registration
 from kbseek.cli.doctor_command import doctor as _doctor  # noqa: E402 - kept beside its registration
 from kbseek.cli.model import model as _model  # noqa: E402 - kept beside its registration
+from kbseek.cli.notes import notes as _notes  # noqa: E402 - kept beside its registration
 from kbseek.cli.related import related_command  # noqa: E402 - kept beside its registration
 from kbseek.cli.service import service as _service  # noqa: E402 - kept beside its registration
 
@@ -546,6 +547,7 @@ cli.add_command(_doctor)
 cli.add_command(_service)
 cli.add_command(_model)
 cli.add_command(_audit)
+cli.add_command(_notes)
 cli.add_command(related_command(kb_options(reader=True)))
 
 

@@ -106,10 +106,12 @@ class Notes:
 
     # -- the guard, and the note as it is -------------------------------------------------------
 
-    def _policy(self) -> WritePolicy:
+    def _policy(self, *, by_agent: bool = True) -> WritePolicy:
+        """What writes may touch. ``by_agent=False``: a person's restore from the command line, which
+        ``[write] enabled`` (about agents) does not gate; the folders and the rest still apply."""
         settings = self._live.settings
         spec = settings.write
-        if not spec.enabled:
+        if by_agent and not spec.enabled:
             raise WritesReadOnly(
                 "this server does not write notes: writing is off; a person can turn it on with "
                 "[write] enabled = true or `kbseek serve --allow-write`",
@@ -272,7 +274,7 @@ class Notes:
     def restore(self, entry: str, *, path: str | None = None) -> NoteChange:
         """A deleted note back from the trash, at its old path or ``path``; never over a file.
         ``entry`` is the name a delete answered with (``kbseek notes trash`` lists them)."""
-        policy = self._policy()
+        policy = self._policy(by_agent=False)
         found = [e for e in list_trash(self.trash) if entry_name(self.trash, e.path) == entry]
         if not found:
             raise NoteNotFound(f"no trash entry {entry!r}: `kbseek notes trash` lists them", entry)

@@ -26,6 +26,7 @@ from kbseek.responses import DocumentResponse, FetchResponse, SearchHit, SearchR
 from kbseek.server import mcp as tools
 from kbseek.server import tool_results
 from kbseek.server.audit.record import Recorder
+from kbseek.server.note_tools import caller_name
 from kbseek.server.resources import KbServer, describe
 from kbseek.server.slots import slotted
 from kbseek.server.tool_results import tool_errors, tool_result
@@ -86,6 +87,7 @@ def build_server(
     assert isinstance(server, KbServer)
     server.library = library
     for _, other in library:
+        other.notes.client = caller_name  # a caller writes in its own default collection
         if other is not kb:
             other.on_index_change(server._index_changed)
             if background:  # the default's starts with the session; the others' need no session

@@ -458,6 +458,6 @@ def build_server(kb: KnowledgeBase, *, background: bool = False) -> MCPServer[An
         server.tool(annotations=READ_ONLY, description=description)(fn)
     register_prompts(server, server.caller_kb)
     if kb.settings.write.enabled:  # off: the tool list is the one a reading server always had
-        register_note_tools(server)
+        register_note_tools(server, kb)
     server._lowlevel_server.middleware.append(_bounded_errors)
     return server

@@ -26,6 +26,7 @@ from pydantic import Field
 from kbseek import render
 from kbseek.errors import WriteNotAllowed, WriteRefused
 from kbseek.facade.notes import Notes
+from kbseek.kb import KnowledgeBase
 from kbseek.responses import NoteChange
 from kbseek.server.audit.record import note_failure
 from kbseek.server.auth.identity import current_identity
@@ -230,7 +231,18 @@ def delete_note(
     return refused[0]
 
 
-def register_note_tools(server: MCPServer[Any]) -> None:
-    """Add the write tools to ``server`` (a server whose knowledge base lets agents write)."""
+def register_note_tools(server: MCPServer[Any], kb: KnowledgeBase) -> None:
+    """Add the write tools to ``server`` (a server whose knowledge base ``kb`` lets agents write), and
+    have the trail of writes name the caller of each."""
     for fn, title, description, hints in _TOOLS:
         server.tool(title=title, annotations=hints, description=description)(fn)
+    kb.notes.client = caller_name
+
+
+def caller_name() -> str | None:
+    """Who is writing, as the trail names them: the signed-in subject, else the static token's name,
+    else the OAuth client; ``None`` on a server without sign-in (stdio, a local HTTP server)."""
+    identity = current_identity()
+    if identity is None:
+        return None
+    return identity.subject or (f"token:{identity.credential}" if identity.credential else identity.client_id)
