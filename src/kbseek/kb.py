@@ -161,7 +161,7 @@ class KnowledgeBase:
 
     def status(self, *, max_skipped: int = 50) -> StatusResponse:
         """Everything a person needs to trust the index: counts, coverage, skips, errors, what to run."""
-        return self._runner.status(max_skipped=max_skipped)
+        return self._notes.with_last_writes(self._runner.status(max_skipped=max_skipped))
 
     def readiness(self) -> str | None:
         """``None`` when it can be served now, else why not (a load balancer's readiness probe)."""

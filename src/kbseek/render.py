@@ -290,6 +290,13 @@ def status_text(r: StatusResponse) -> str:
             )
             for field, values in r.fields.items()
         )
+    if r.last_writes:
+        lines.append("last writes:    newest first (kbseek notes log lists more)")
+        lines.extend(
+            f"  - {w.get('time')} {w.get('operation')} {escaped(str(w.get('path')))}"
+            + (f" by {escaped(str(w['client']))}" if w.get("client") else "")
+            for w in r.last_writes
+        )
     lines.extend(_notes(r.notes))
     return "\n".join(lines)
 

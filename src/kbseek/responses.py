@@ -63,22 +63,28 @@ class Explanation(BaseModel):
     most, each with its part of the model's sum; ``fused_score`` is then the model's (decision 0044)."""
 
 
-class _HashedWhenWriting(BaseModel):
-    """An answer about one document, which carries the document's ``hash`` when the server lets
-    agents write (docs/decisions/0058) and is otherwise exactly what it was before writing existed:
-    a ``hash`` of ``None`` is left out wherever the answer is serialised (MCP, ``/api``, ``--json``)."""
+WRITING_FIELDS = ("hash", "last_writes")
+"""Fields an answer carries only on a server that lets agents write (docs/decisions/0058)."""
+
+
+class _SaidWhenWriting(BaseModel):
+    """An answer that carries a field of :data:`WRITING_FIELDS` when the server lets agents write,
+    and is otherwise exactly what it was before writing existed: such a field left ``None`` is left
+    out wherever the answer is serialised (MCP, ``/api``, ``--json``), and out of its schema."""
 
     @model_serializer(mode="wrap")
-    def _hash_only_when_set(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+    def _only_when_writing(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         # Unannotated on purpose: an annotated return type would replace the model's serialisation
         # schema (the tools' output schemas) with that type's.
         data = handler(self)
-        if isinstance(data, dict) and "hash" in data and data["hash"] is None:
-            del data["hash"]
+        if isinstance(data, dict):
+            for name in WRITING_FIELDS:
+                if name in data and data[name] is None:
+                    del data[name]
         return data
 
 
-class SearchHit(_HashedWhenWriting):
+class SearchHit(_SaidWhenWriting):
     chunk_id: str
     """Pass it to fetch."""
     path: str
@@ -134,7 +140,7 @@ class SearchResponse(BaseModel):
     index: IndexSummary
 
 
-class Passage(_HashedWhenWriting):
+class Passage(_SaidWhenWriting):
     path: str
     heading_path: list[str]
     requested: list[str]
@@ -174,7 +180,7 @@ class FetchResponse(BaseModel):
     notes: list[str]
 
 
-class DocumentResponse(_HashedWhenWriting):
+class DocumentResponse(_SaidWhenWriting):
     path: str
     media_type: str
     text: str
@@ -236,7 +242,7 @@ class IndexProgress(BaseModel):
     eta: float | None = Field(description="Seconds.")
 
 
-class StatusResponse(BaseModel):
+class StatusResponse(_SaidWhenWriting):
     root: str | None
     """Null on a server that reads a shared index without the files."""
     index_path: str
@@ -273,6 +279,9 @@ class StatusResponse(BaseModel):
     date_sources: Annotated[dict[str, int], WithJsonSchema({"type": "object"})] = Field(default_factory=dict)
     """Documents per date source: ``frontmatter:<field>``, ``properties:<field>``, ``mtime``."""
     notes: list[str]
+    last_writes: SkipJsonSchema[list[dict[str, object]] | None] = None
+    """The last writes agents made (newest first: time, operation, path, client, hashes), on a server
+    that lets them write."""
 
 
 class RecentDocument(BaseModel):

@@ -139,6 +139,17 @@ async def test_a_deleted_note_goes_to_the_trash_and_comes_back(writer: Knowledge
     restored = writer.notes.restore(gone["trash"])
     assert restored.path == "runbooks/deploy.md" and (root / "runbooks/deploy.md").read_bytes() == original
     assert [r.operation for r in writer.notes.recent(5)] == ["restore", "delete"]
+    async with Client(build_server(writer)) as client:
+        status, text, _ = await call(client, "index_status", {})
+    assert [w["operation"] for w in status["last_writes"]] == ["restore", "delete"]
+    assert "last writes:" in text and "delete runbooks/deploy.md" in text
+
+
+async def test_with_writing_off_the_status_says_nothing_of_writes(kb_root: Path) -> None:
+    with make_core(kb_root) as plain:
+        async with Client(build_server(plain)) as client:
+            status, text, _ = await call(client, "index_status", {})
+    assert "last_writes" not in status and "last writes" not in text
 
 
 async def test_a_moved_note_is_found_at_its_new_path(writer: KnowledgeBase) -> None:

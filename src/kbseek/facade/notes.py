@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from kbseek.errors import (
 from kbseek.facade.live_config import LiveConfig
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.guard import read_regular_file
-from kbseek.responses import NoteChange
+from kbseek.responses import NoteChange, StatusResponse
 from kbseek.write import atomic, edits, frontmatter
 from kbseek.write.diffs import unified
 from kbseek.write.encoding import NoteText, decode_note, encode_note
@@ -300,6 +300,13 @@ class Notes:
     def recent(self, count: int = 20) -> list[WriteRecord]:
         """The last writes, newest first (the trail beside the index)."""
         return self.trail.last(count)
+
+    def with_last_writes(self, status: StatusResponse, count: int = 5) -> StatusResponse:
+        """``status`` with the last writes, on a knowledge base that lets agents write."""
+        if not self._live.settings.write.enabled:
+            return status
+        writes = [{k: v for k, v in asdict(r).items() if v is not None} for r in self.recent(count)]
+        return status.model_copy(update={"last_writes": writes})
 
     def _indexed(self, paths: set[str]) -> bool:
         try:
