@@ -11,7 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = ROOT / "docs" / "contracts.md"
-IDS = [f"T{n}" for n in range(1, 12)] + [f"D{n}" for n in range(1, 9)] + [f"S{n}" for n in range(1, 4)]
+IDS = (
+    [f"T{n}" for n in range(1, 12)]
+    + [f"D{n}" for n in range(1, 9)]
+    + [f"S{n}" for n in range(1, 4)]
+    + [f"N{n}" for n in range(1, 4)]
+)
 
 
 def test_every_contract_has_a_section_and_pinning_tests() -> None:
@@ -39,7 +44,7 @@ def test_every_cited_test_exists() -> None:
 def test_every_contract_id_cited_in_the_code_is_defined() -> None:
     cited: dict[str, set[str]] = {}
     for path in sorted((ROOT / "src" / "kbseek").rglob("*.py")):
-        for found in re.findall(r"\b[TDS]\d{1,2}\b", path.read_text(encoding="utf-8")):
+        for found in re.findall(r"\b[TDSN]\d{1,2}\b", path.read_text(encoding="utf-8")):
             cited.setdefault(found, set()).add(str(path.relative_to(ROOT)))
     assert cited, "no module cites a contract: has the citation style changed?"
     assert {i: sorted(p) for i, p in cited.items() if i not in IDS} == {}
