@@ -43,7 +43,7 @@ ENGLISH_ONLY = {"architecture", "contracts"}
 """Pages for people working on kbseek, written in English only (so are the decision records)."""
 USER_PAGES = {
     "index", "get-started", "concepts", "tools", "cli", "configuration", "http-api", "team", "models",
-    "library", "formats", "security", "several-kbs",
+    "library", "formats", "security", "several-kbs", "writing",
 }  # fmt: skip
 """The pages for people who use kbseek, which the site's search lists first."""
 RECORD_PAGES = {"architecture", "contracts", "development", "performance", "quality", "changelog"}
