@@ -172,3 +172,16 @@ async def test_a_reading_server_answers_read_only(kb_root: Path) -> None:
         core.index()
     with KnowledgeBase(kb_root, read_only=True, semantic=False) as reader, pytest.raises(WritesReadOnly):
         reader.notes.write("inbox/a.md", "x")
+
+
+async def test_the_save_prompt_teaches_the_read_hash_edit_loop_only_when_writing_is_on(
+    writer: KnowledgeBase, kb_root: Path
+) -> None:
+    async with Client(build_server(writer)) as client:
+        assert "save_to_kb" in {p.name for p in (await client.list_prompts()).prompts}
+        got = await client.get_prompt("save_to_kb", {"what": "the zebracache warmup fix"})
+    text = got.messages[0].content.text  # type: ignore[union-attr]
+    assert "expected_hash" in text and "dry_run" in text and "inbox/" in text and "conflict" in text
+    with make_core(kb_root) as plain:
+        async with Client(build_server(plain)) as client:
+            assert "save_to_kb" not in {p.name for p in (await client.list_prompts()).prompts}

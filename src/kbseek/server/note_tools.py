@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from kbseek import render
-from kbseek.errors import WriteNotAllowed, WriteRefused
+from kbseek.errors import InvalidArgument, WriteNotAllowed, WriteRefused
 from kbseek.facade.notes import Notes
 from kbseek.kb import KnowledgeBase
 from kbseek.responses import NoteChange
@@ -231,12 +231,44 @@ def delete_note(
     return refused[0]
 
 
+def save_text(what: str, folder: str) -> str:
+    """The ``save_to_kb`` prompt: the read → hash → edit loop, with the search for a note that says
+    it already first, so the knowledge base gains an edit rather than a near-duplicate."""
+    return f"""\
+Save this to the knowledge base, where the next person or agent will find it:
+
+{what}
+
+1. Call search(query=...) with its key terms. If a note already covers it, read it with get_document(path) \
+and note its `hash`; change it with edit_note(path, expected_hash=hash, operation=...) (append, \
+replace_section, find_replace …) rather than writing a second note.
+2. Otherwise call write_note(path=..., content=...) with a path under {folder}/ named for the subject, \
+in Markdown: a heading, then the content, with the sources it came from.
+3. For a large change, call it first with dry_run=true and check the diff.
+4. If a call answers `conflict`, the note changed since you read it: read it again, redo the change on what it \
+holds now, and send the new hash. If it answers `exists`, choose another path or edit that note. Nothing is \
+written when a call is refused.
+"""
+
+
 def register_note_tools(server: MCPServer[Any], kb: KnowledgeBase) -> None:
-    """Add the write tools to ``server`` (a server whose knowledge base ``kb`` lets agents write), and
-    have the trail of writes name the caller of each."""
+    """Add the write tools and the ``save_to_kb`` prompt to ``server`` (a server whose knowledge base
+    ``kb`` lets agents write), and have the trail of writes name the caller of each."""
     for fn, title, description, hints in _TOOLS:
         server.tool(title=title, annotations=hints, description=description)(fn)
     kb.notes.client = caller_name
+    folder = (kb.settings.write.root_folders or ("inbox",))[0] or "the knowledge base's root"
+
+    @server.prompt(
+        name="save_to_kb",
+        title="Save to the knowledge base",
+        description="Save something worked out (a fix, a decision, an answer) as a note, or into the note "
+        "that already covers it, without losing anyone's edits.",
+    )
+    def save_to_kb(what: Annotated[str, Field(description="What to save, in a sentence or more.")]) -> str:
+        if not what.strip():
+            raise InvalidArgument("what is empty: say what to save")
+        return save_text(what.strip(), folder)
 
 
 def caller_name() -> str | None:
