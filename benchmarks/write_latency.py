@@ -34,8 +34,9 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def measure(folder: Path, writes: int, semantic: bool) -> tuple[int, list[float], float]:
-    """Documents in the index, each write's latency (ms), and the seconds the knowledge base took to open."""
+def measure(folder: Path, writes: int, semantic: bool) -> tuple[int, list[float], list[float], float]:
+    """Documents in the index, each write's latency and each write call's own time (ms), and the
+    seconds the knowledge base took to open."""
     from kbseek import KnowledgeBase
 
     started = time.perf_counter()
@@ -44,15 +45,18 @@ def measure(folder: Path, writes: int, semantic: bool) -> tuple[int, list[float]
     )
     opened = time.perf_counter() - started
     latencies: list[float] = []
+    calls: list[float] = []
     written: list[tuple[str, str]] = []
     try:
         documents = kb.summary().documents
+        kb.search("warm the model and the index up", limit=1)  # a first search loads what searches need
         run = f"{os.getpid()}{int(time.time())}"
         for i in range(writes):
             word = f"zq{run}x{i}"
             path = f"inbox/bench-{run}-{i}.md"
             began = time.perf_counter()
             change = kb.notes.write(path, f"# Bench note {i}\n\nThe {word} appears here only.\n")
+            calls.append((time.perf_counter() - began) * 1000)
             while True:
                 hits = kb.search(word, limit=1).hits
                 if hits and hits[0].path == path:
@@ -70,7 +74,7 @@ def measure(folder: Path, writes: int, semantic: bool) -> tuple[int, list[float]
         inbox = folder / "kb" / "inbox"
         if inbox.is_dir() and not any(inbox.iterdir()):
             inbox.rmdir()
-    return documents, latencies, opened
+    return documents, latencies, calls, opened
 
 
 def main() -> None:
@@ -89,16 +93,20 @@ def main() -> None:
         os.environ["XDG_STATE_HOME"] = state  # the trash of the notes deleted after the run
         rows = []
         for label, folder in (("baseline", args.small), ("target", args.large)):
-            documents, latencies, opened = measure(folder, args.writes, args.semantic)
-            rows.append((label, documents, latencies, opened))
+            documents, latencies, calls, opened = measure(folder, args.writes, args.semantic)
+            rows.append((label, documents, latencies, calls, opened))
     base = statistics.median(rows[0][2])
     legs = "keywords and embeddings" if args.semantic else "keywords only"
     print(f"{args.writes} writes each, {legs}, no watcher: write → first search that ranks it first")
-    for label, documents, latencies, opened in rows:
+    for label, documents, latencies, calls, opened in rows:
         p50, p95 = statistics.median(latencies), percentile(latencies, 95)
         print(
             f"  {label:8} {documents:>7} documents: p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  max {max(latencies):7.1f} ms"
             f"  ({p50 / base:.2f}× the baseline's p50; opened in {opened:.1f} s)"
+        )
+        print(
+            f"  {'':8} {'':>7}   the write call alone: p50 {statistics.median(calls):7.1f} ms"
+            f"  p95 {percentile(calls, 95):7.1f} ms (the rest is the search that finds it)"
         )
     verdict = "met" if percentile(rows[1][2], 95) <= 1000 else "NOT met"
     print(f"  target: p95 ≤ 1000 ms at the large size: {verdict}")

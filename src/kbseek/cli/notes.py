@@ -66,7 +66,7 @@ def restore(kb: KnowledgeBase, entry: str, path: str | None) -> None:
     \b
     Example:
         kbseek notes trash --kb ~/notes
-        kbseek notes restore 20261207T101500.123456Z-3f2a --kb ~/notes
+        kbseek notes restore 20261207T101500.123456Z-3f2a9c01 --kb ~/notes
     """
     change = kb.notes.restore(entry, path=path)
     click.echo(f"restored {change.path} (hash {change.hash})")

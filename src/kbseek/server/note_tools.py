@@ -43,7 +43,8 @@ WRITES = ToolAnnotations(
 REMOVES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
-"""Delete and replace: recoverable (the trash, the diff), but a host should ask first."""
+"""A delete (into the trash) and a create that may replace a note (``overwrite``, with its hash): a
+host should ask first."""
 
 _HASH = {"checksum": "expected_hash", "expected_checksum": "expected_hash", "hash": "expected_hash",
          "base_hash": "expected_hash", "content_hash": "expected_hash"}  # fmt: skip
@@ -128,11 +129,12 @@ def _refusals(tool: str) -> Iterator[list[CallToolResult]]:
 
 def refusal(exc: WriteRefused) -> CallToolResult:
     current = f" The note's hash now is {exc.current_hash}." if exc.current_hash else ""
+    said = str(exc).rstrip(".")
     data: dict[str, Any] = {"code": exc.code, "path": exc.path, "message": str(exc)}
     if exc.current_hash:
         data["current_hash"] = exc.current_hash
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{exc.code}: {exc}{current} Nothing was written.")],
+        content=[TextContent(type="text", text=f"{exc.code}: {said}.{current} Nothing was written.")],
         structured_content=data,
         is_error=True,
     )
@@ -146,7 +148,7 @@ def _answer(change: NoteChange) -> CallToolResult:
     "Create a note",
     "Create a Markdown or text note. An existing file is refused (code exists) unless overwrite=true "
     "with its expected_hash. Answers the note's hash and the diff; try dry_run first for a large note.",
-    WRITES,
+    REMOVES,
 )
 @slotted
 def write_note(
@@ -197,8 +199,8 @@ def edit_note(
 
 @_tool(
     "Move or rename a note",
-    "Move a note to new_path (never over an existing file); links to it in other notes are rewritten, "
-    "each as a guarded edit.",
+    "Move a note to new_path (never over an existing file). Links to it in other notes are not "
+    "rewritten: search for its old path and edit them.",
     WRITES,
 )
 @slotted

@@ -187,7 +187,7 @@ def _section(text: str, heading_path: object) -> tuple[_Section, list[_Heading]]
     """The one section ``heading_path`` names: a path as search hits show it (``Title › A › B``, or
     its last entries, ``A › B``; ``>`` separates too), or a heading's text alone."""
     if not isinstance(heading_path, str) or not heading_path.strip():
-        raise InvalidArgument("heading_path must name a section: a heading's text, or its heading path")
+        raise InvalidArgument("section must name a section: a heading's text, or its heading path")
     forms = {tuple(_HASHES.sub("", p.strip(), count=1) for p in heading_path.split("›"))}
     if ">" in heading_path:
         forms.add(tuple(_HASHES.sub("", p.strip(), count=1) for p in re.split("[›>]", heading_path)))
@@ -302,7 +302,9 @@ def find_replace(text: str, find: str, replace: str, expected_count: int = 1) ->
     if not isinstance(replace, str):
         raise InvalidArgument(f"replace must be text, not {type(replace).__name__}")
     if isinstance(expected_count, bool) or not isinstance(expected_count, int) or expected_count < 1:
-        raise InvalidArgument(f"expected_count must be a whole number of 1 or more, not {expected_count!r}")
+        raise InvalidArgument(
+            f"expected_replacements must be a whole number of 1 or more, not {expected_count!r}"
+        )
     nl = newline_of(text)
     if find not in text and NEWLINE.search(find):
         find = nl.join(NEWLINE.split(find))
@@ -312,7 +314,7 @@ def find_replace(text: str, find: str, replace: str, expected_count: int = 1) ->
             "the text to find does not occur in this note: read the note again and copy the text exactly"
             if count == 0
             else f"the text to find occurs {count} times in this note, not {expected_count}: pass "
-            f"expected_count={count} to replace them all, or more of the text around the one you mean"
+            f"expected_replacements={count} to replace them all, or more of the text around the one you mean"
         )
     if any(find[0] == "\n" and text[at - 1 : at] == "\r" for at in starts) or any(
         find[-1] == "\r" and text[at + len(find) : at + len(find) + 1] == "\n" for at in starts

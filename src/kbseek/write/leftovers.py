@@ -19,7 +19,8 @@ each file it may leave under a temporary name, and the sweep settles only a file
 exclusively. A file younger than ``settle`` seconds is left for the next sweep as well, which keeps
 a sweep off a file a live writer has just swapped in and not yet locked.
 
-kbseek sweeps the whole tree when the server starts, and each write sweeps its own folder first.
+kbseek sweeps the folders writes may touch when a knowledge base that lets agents write opens, and
+each write sweeps its own folder first.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Deleting a note as a move into a trash outside the indexed tree, and bringing it back.
 
 A delete is the one write that cannot be undone by writing again, so kbseek never deletes: the note
-moves to a trash folder kbseek gives (beside the index, outside the knowledge base, so the trash is
-never indexed and never written by an agent), under a name that keeps where it was and when::
+moves to a trash folder kbseek gives (in the user's state directory, outside the knowledge base, so
+the trash is never indexed and never written by an agent), under a name that keeps where it was and when::
 
     <trash>/<UTC time>-<random>/<the note's root-relative path>
 
