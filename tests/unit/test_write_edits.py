@@ -409,7 +409,7 @@ def test_find_replace_arguments_and_line_endings() -> None:
     with pytest.raises(InvalidArgument, match="empty"):
         find_replace("text", "", "x")
     for bad in (0, -1, True, 1.5):
-        with pytest.raises(InvalidArgument, match="expected_count"):
+        with pytest.raises(InvalidArgument, match="expected_replacements"):
             find_replace("text", "t", "x", bad)  # type: ignore[arg-type]
     crlf = "one\r\ntwo\r\nthree\r\n"
     assert find_replace(crlf, "two\nthree", "2\n3") == "one\r\n2\r\n3\r\n"  # LF sent for a CRLF note
