@@ -31,6 +31,7 @@ from kbseek.server.http import WITHHELD, Guard, HttpPolicy
 from tests.auth_issuer import Issuer, running_issuer
 from tests.conftest import installed_script, write_notes
 from tests.wire.serving import free_port, request, wait_healthy
+from tests.wire.test_http_auth import Served as SignedIn
 from tests.wire.test_http_auth import never
 
 pytestmark = pytest.mark.anyio
@@ -55,17 +56,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@dataclass
-class Served:
-    port: int
-    resource: str
-    issuer: Issuer
-    log: Path
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
+class Served(SignedIn):
     def token(self, *groups: str) -> str:
         return self.issuer.token(self.resource, groups=list(groups))
 

@@ -15,7 +15,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -26,6 +25,7 @@ import pytest
 from tests.auth_issuer import Issuer, running_issuer
 from tests.conftest import NOTES, installed_script, write_notes
 from tests.wire.serving import chromium, free_port, serving, wait_healthy
+from tests.wire.test_http_auth import Served as SignedIn
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CLIENT = "kbseek-page"
@@ -41,20 +41,7 @@ API = (
 )  # fmt: skip
 
 
-@dataclass
-class Served:
-    port: int
-    resource: str
-    issuer: Issuer
-    log: Path
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def said(self) -> str:
-        return self.log.read_text(encoding="utf-8")
-
+class Served(SignedIn):
     def recorded(self, tool: str, path: str) -> list[dict[str, Any]]:
         """The record of reads' lines of ``tool`` reading ``path``, once one is written (the writer
         is a thread of its own)."""
