@@ -185,3 +185,15 @@ async def test_the_save_prompt_teaches_the_read_hash_edit_loop_only_when_writing
     with make_core(kb_root) as plain:
         async with Client(build_server(plain)) as client:
             assert "save_to_kb" not in {p.name for p in (await client.list_prompts()).prompts}
+
+
+async def test_a_resource_read_carries_the_hash_in_its_meta_only_when_writing_is_on(
+    writer: KnowledgeBase, kb_root: Path
+) -> None:
+    async with Client(build_server(writer)) as client:
+        read = await client.read_resource("kb://doc/runbooks/deploy.md")
+    assert read.contents[0].meta == {"hash": note_hash((kb_root / "runbooks/deploy.md").read_bytes())}
+    with make_core(kb_root) as plain:
+        async with Client(build_server(plain)) as client:
+            read = await client.read_resource("kb://doc/runbooks/deploy.md")
+    assert not read.contents[0].meta

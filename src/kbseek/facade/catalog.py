@@ -41,6 +41,7 @@ from kbseek.store.base import Store
 from kbseek.store.records import DocumentRow
 from kbseek.text.quoting import ECHO_CHARS, bounded_middle
 from kbseek.uris import document_uri
+from kbseek.write.hashes import shown_hash
 
 
 def document_path(path: str) -> str:
@@ -75,6 +76,8 @@ class ResourceText:
     path: str
     text: str
     media_type: str
+    hash: str | None = None
+    """The note's hash, on a knowledge base that lets agents write (docs/decisions/0058)."""
 
 
 class Catalog:
@@ -153,7 +156,8 @@ class Catalog:
         rel = self._servable_path(path)
         doc = self.load_document(rel, exact=True)
         text = shaping.resource_text(rel, doc.text, self._live.limits.max_resource_chars)
-        return ResourceText(rel, text, doc.media_type)
+        writing = self._live.settings.write.enabled and doc.digest
+        return ResourceText(rel, text, doc.media_type, shown_hash(doc.digest) if writing else None)
 
     def _servable_path(self, path: str) -> str:
         """The servable path ``path`` names: as the index lists it (a name may start with a blank or

@@ -133,4 +133,5 @@ class KbServer(MCPServer[Any]):
                 raise TopicNotFound(f"no topic {uri!r}: resources/list shows the topics there are")
             return [ReadResourceContents(content=body, mime_type="text/markdown")]
         doc = kb.read_resource_document(ref.path)
-        return [ReadResourceContents(content=doc.text, mime_type=doc.media_type)]
+        meta = {"hash": doc.hash} if doc.hash else None  # only where agents may write (decision 0058)
+        return [ReadResourceContents(content=doc.text, mime_type=doc.media_type, meta=meta)]
