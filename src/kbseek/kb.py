@@ -101,7 +101,9 @@ class KnowledgeBase:
         self._catalog = Catalog(self.store, self._live)
         self._retrieval = Retrieval(self.store, self._live, self._semantic, self._catalog)
         self._related = Related(self.store, self._live, self._semantic)
-        self._notes = Notes(self._live, self.index_dir, read_only=read_only, index=self._runner.index_written)
+        self._notes = Notes(
+            self._live, self.store, self.index_dir, read_only=read_only, index=self._runner.index_written
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -155,6 +155,15 @@ async def test_with_writing_off_the_status_says_nothing_of_writes(kb_root: Path)
 async def test_a_moved_note_is_found_at_its_new_path(writer: KnowledgeBase) -> None:
     root = writer.root
     assert root is not None
+    (root / "runbooks/index.md").write_text(
+        "# Runbooks\n\nStart with [the deploy](deploy.md#rollback), or [[deploy]]. `[not](deploy.md)`\n",
+        encoding="utf-8",
+    )
+    (root / "notes").mkdir(exist_ok=True)
+    (root / "notes/elsewhere.md").write_text(
+        "# Elsewhere\n\nSee [deploy](../runbooks/deploy.md).\n", encoding="utf-8"
+    )
+    writer.index()
     async with Client(build_server(writer)) as client:
         hit = (await call(client, "search", {"query": "rollback load balancer"}))[0]["hits"][0]
         moved, _, failed = await call(
@@ -165,6 +174,13 @@ async def test_a_moved_note_is_found_at_its_new_path(writer: KnowledgeBase) -> N
         assert not failed and moved["new_path"] == "inbox/deploy.md"
         hits = (await call(client, "search", {"query": "rollback load balancer"}))[0]["hits"]
         assert hits[0]["path"] == "inbox/deploy.md"
+    assert moved["links_rewritten"] == ["runbooks/index.md"]
+    assert (root / "runbooks/index.md").read_text(encoding="utf-8") == (
+        "# Runbooks\n\nStart with [the deploy](../inbox/deploy.md#rollback), or [[deploy]]. `[not](deploy.md)`\n"
+    )  # a wiki link names the file, whose name did not change; code is not a link
+    assert "notes/elsewhere.md" in " ".join(moved["notes"])  # outside the folders writes may touch
+    assert "runbooks/deploy.md" in (root / "notes/elsewhere.md").read_text(encoding="utf-8")
+    assert [r.operation for r in writer.notes.recent(2)] == ["relink", "move"]
 
 
 async def test_a_reading_server_answers_read_only(kb_root: Path) -> None:

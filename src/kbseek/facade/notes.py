@@ -30,21 +30,29 @@ from kbseek.errors import (
     NoteExists,
     NoteNotFound,
     WriteNotAllowed,
+    WriteRefused,
     WritesReadOnly,
 )
 from kbseek.facade.live_config import LiveConfig
 from kbseek.ingest.exclusion import Exclusion
 from kbseek.ingest.guard import read_regular_file
 from kbseek.responses import NoteChange, StatusResponse
+from kbseek.store.base import Store
 from kbseek.write import atomic, edits, frontmatter
 from kbseek.write.diffs import unified
 from kbseek.write.encoding import NoteText, decode_note, encode_note
 from kbseek.write.guard import WritePolicy, WriteTarget, check_size, ignored_by, writable_path
 from kbseek.write.hashes import note_hash
+from kbseek.write.relink import relinked
 from kbseek.write.trail import Trail, WriteRecord, utc_now
 from kbseek.write.trash import TrashEntry, list_trash
 
 log = logging.getLogger(__name__)
+
+
+MAX_RELINKS = 1000
+"""Notes whose links to a moved note are rewritten at most: a hub page linked from everywhere is
+moved with its links fixed in the first thousand, and the answer says so."""
 
 
 def trash_folder(root: Path) -> Path:
@@ -90,10 +98,11 @@ class Notes:
     the paths a write changed, so search finds the change as soon as the write answers."""
 
     def __init__(
-        self, live: LiveConfig, index_dir: Path, *, read_only: bool, index: Callable[[set[str]], object],
-        client: Callable[[], str | None] = lambda: None,
+        self, live: LiveConfig, store: Store, index_dir: Path, *, read_only: bool,
+        index: Callable[[set[str]], object], client: Callable[[], str | None] = lambda: None,
     ) -> None:  # fmt: skip
         self._live = live
+        self._store = store
         self._index_dir = index_dir
         self._read_only = read_only
         self._index = index
@@ -241,12 +250,45 @@ class Notes:
             path=source.rel, operation="move", hash=current.hash, previous_hash=current.hash,
             diff=unified("", "", source.rel, destination.rel).text, dry_run=dry_run, new_path=destination.rel,
         )  # fmt: skip
+        linking = [link.source for link in self._store.links_to(source.rel, limit=MAX_RELINKS)]
         if dry_run:
-            return change
+            return change.model_copy(update={"links_rewritten": linking})
         assert current.hash is not None
         atomic.move_if_unchanged(source, current.hash, destination)
         self._record("move", source.rel, current.hash, current.hash, 0, new_path=destination.rel)
-        return change.model_copy(update={"searchable": self._indexed({source.rel, destination.rel})})
+        rewritten, said = self._relink(policy, linking, source.rel, destination.rel)
+        searchable = self._indexed({source.rel, destination.rel, *rewritten})
+        return change.model_copy(
+            update={"links_rewritten": rewritten, "notes": said, "searchable": searchable}
+        )
+
+    def _relink(
+        self, policy: WritePolicy, linking: list[str], old: str, new: str
+    ) -> tuple[list[str], list[str]]:
+        """Each note in ``linking`` with its links to ``old`` naming ``new``, each a guarded edit of its
+        own; what could not be rewritten, and why, as notes for the caller."""
+        rewritten: list[str] = []
+        said: list[str] = []
+        for path in linking:
+            try:
+                target = writable_path(policy, path)
+                current = self._current(policy, target)
+                if current.data is None or current.hash is None:
+                    continue
+                note = _decoded(current.data, target.rel)
+                text, count = relinked(note.text, target.rel, old, new)
+                if not count:
+                    continue
+                data = encode_note(note, text, path=target.rel)
+                new_hash = atomic.replace_if_unchanged(target, current.hash, data)
+            except WriteRefused as exc:
+                said.append(f"the links in {path!r} still name {old!r}: {exc}")
+                continue
+            self._record(
+                "relink", target.rel, current.hash, new_hash, unified(note.text, text, target.rel).changed
+            )
+            rewritten.append(target.rel)
+        return rewritten, said
 
     def delete(self, path: str, *, expected_hash: str, dry_run: bool = False) -> NoteChange:
         policy = self._policy()

@@ -45,7 +45,7 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 def markdown_links(path: str, text: str) -> tuple[Link, ...]:
     """The links of a Markdown document at root-relative ``path``, in order of first appearance, each
     once, at most :data:`MAX_LINKS`; links to itself are left out."""
-    prose = _INLINE_CODE.sub(_blank, _without_fences(text))
+    prose = prose_only(text)
     found: list[tuple[int, Link]] = []
     folder = posixpath.dirname(path)
     for pattern in (_INLINE, _REFERENCE):
@@ -60,6 +60,21 @@ def markdown_links(path: str, text: str) -> tuple[Link, ...]:
     found.sort(key=lambda item: item[0])
     links = dict.fromkeys(link for _, link in found if not (link.kind == "path" and link.target == path))
     return tuple(links)[:MAX_LINKS]
+
+
+def path_link_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where each Markdown link's target is written in ``text``: ``(start, end, raw target)``, in
+    order, read exactly as :func:`markdown_links` reads them (code left out), so what is rewritten
+    when a note moves is what the index resolved."""
+    prose = prose_only(text)
+    spans = [(m.start(1), m.end(1), m.group(1)) for p in (_INLINE, _REFERENCE) for m in p.finditer(prose)]
+    return sorted(spans)
+
+
+def prose_only(text: str) -> str:
+    """``text`` with its code (fenced blocks and inline spans) blanked, each character where it was:
+    where links are read, and where they are not."""
+    return _INLINE_CODE.sub(_blank, _without_fences(text))
 
 
 def resolve_target(folder: str, raw: str) -> str | None:

@@ -199,8 +199,8 @@ def edit_note(
 
 @_tool(
     "Move or rename a note",
-    "Move a note to new_path (never over an existing file). Links to it in other notes are not "
-    "rewritten: search for its old path and edit them.",
+    "Move a note to new_path (never over an existing file); links to it in other notes are rewritten, "
+    "each as a guarded edit, and listed in links_rewritten.",
     WRITES,
 )
 @slotted
