@@ -84,13 +84,15 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Current:
-    """A note as it is now: its bytes and their hash (``None`` for no note)."""
+    """A note as it is now: its bytes and their hash (``None`` for no note), hashed once when read,
+    since one write consults the hash several times (the comparison, the answer, the trail)."""
 
     data: bytes | None
+    hash: str | None
 
-    @property
-    def hash(self) -> str | None:
-        return note_hash(self.data) if self.data is not None else None
+    @classmethod
+    def of(cls, data: bytes | None) -> Current:
+        return cls(data, note_hash(data) if data is not None else None)
 
 
 class Notes:
@@ -144,10 +146,10 @@ class Notes:
                 policy.root, target.rel, max_bytes=policy.max_bytes + 1, max_file_bytes=policy.max_bytes + 1
             )
         except DocumentNotFound:
-            return Current(None)
+            return Current.of(None)
         except DocumentRefused as exc:
             raise WriteNotAllowed(f"{exc}", target.rel) from None
-        return Current(raw.data)
+        return Current.of(raw.data)
 
     def _based_on(self, target: WriteTarget, current: Current, expected_hash: str | None) -> bytes:
         if current.data is None:
